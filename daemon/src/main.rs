@@ -1,0 +1,5 @@
+//! camdnnd: the camdnn daemon and its operator commands.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
