@@ -4,15 +4,33 @@
 //!
 //! Map of the crate:
 //! - [`spec`] / [`System`]: the board, the model graph and the profile, from TOML, validated;
-//! - [`rank`]: model priorities (upward + downward rank).
+//! - [`rank`]: model priorities (upward + downward rank);
+//! - [`Cluster`]: rem_j and residency a(i,j), with loads and LRU eviction;
+//! - [`batcher`]: the sync-timer batcher; [`dispatch`]: Algorithm 1's host choice;
+//! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
+//! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
+//! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
+//! - [`sim`]: the discrete-event simulator and its traces.
 
 #![warn(missing_docs)]
 
+pub mod batcher;
+mod cluster;
+pub mod dispatch;
 mod error;
+pub mod heft_dag;
+pub mod plan;
 pub mod rank;
+pub mod rng;
+pub mod schedulers;
+pub mod sim;
 pub mod spec;
+pub mod stats;
 mod system;
 
+pub use cluster::{Cluster, Placement};
+pub use dispatch::{choose_host, preferred_fitting, Decision, HostRule};
 pub use error::{InputError, SpecError};
+pub use plan::{repair, Detector, GlobalPolicy, Infeasible, Plan, PlanInput};
 pub use spec::{ProcessorKind, SystemSpec};
 pub use system::{Model, ModelId, ProcId, Processor, System};

@@ -6,7 +6,10 @@ use crate::{ModelId, System};
 /// rho_i for every model, indexed by `ModelId`.
 pub fn priorities(system: &System) -> Vec<f64> {
     let n = system.num_models();
-    let weight: Vec<f64> = system.model_ids().map(|i| system.mean_exec1_ms(i)).collect();
+    let weight: Vec<f64> = system
+        .model_ids()
+        .map(|i| system.mean_exec1_ms(i))
+        .collect();
     // Models sorted by level so parents come before children.
     let mut order: Vec<ModelId> = system.model_ids().collect();
     order.sort_by_key(|m| system.models[m.0].level);

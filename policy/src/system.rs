@@ -81,10 +81,17 @@ impl System {
         }
         for (j, p) in spec.processors.iter().enumerate() {
             if p.name.is_empty() {
-                return Err(bad(format!("processor[{j}].name"), "\"\"", "must not be empty"));
+                return Err(bad(
+                    format!("processor[{j}].name"),
+                    "\"\"",
+                    "must not be empty",
+                ));
             }
             if proc_index.insert(p.name.clone(), ProcId(j)).is_some() {
-                return Err(SpecError::Duplicate { what: "processor", name: p.name.clone() });
+                return Err(SpecError::Duplicate {
+                    what: "processor",
+                    name: p.name.clone(),
+                });
             }
             if p.max_resident == 0 {
                 return Err(bad(
@@ -110,7 +117,10 @@ impl System {
                 return Err(bad(format!("model[{i}].name"), "\"\"", "must not be empty"));
             }
             if model_index.insert(m.name.clone(), ModelId(i)).is_some() {
-                return Err(SpecError::Duplicate { what: "model", name: m.name.clone() });
+                return Err(SpecError::Duplicate {
+                    what: "model",
+                    name: m.name.clone(),
+                });
             }
         }
         let mut models: Vec<Model> = Vec::with_capacity(spec.models.len());
@@ -259,17 +269,22 @@ impl System {
 
     /// The models that take per-object requests (everything but the roots).
     pub fn request_models(&self) -> impl Iterator<Item = ModelId> + '_ {
-        self.model_ids().filter(|m| self.models[m.0].parent.is_some())
+        self.model_ids()
+            .filter(|m| self.models[m.0].parent.is_some())
     }
 
     /// The detectors (graph roots).
     pub fn roots(&self) -> impl Iterator<Item = ModelId> + '_ {
-        self.model_ids().filter(|m| self.models[m.0].parent.is_none())
+        self.model_ids()
+            .filter(|m| self.models[m.0].parent.is_none())
     }
 
     /// Looks a processor up by name.
     pub fn proc_by_name(&self, name: &str) -> Option<ProcId> {
-        self.processors.iter().position(|p| p.name == name).map(ProcId)
+        self.processors
+            .iter()
+            .position(|p| p.name == name)
+            .map(ProcId)
     }
 
     /// Looks a model up by name.
@@ -340,7 +355,9 @@ impl System {
         let (sum, n) = self
             .proc_ids()
             .filter(|&j| self.supports(i, j))
-            .fold((0.0, 0usize), |(s, n), j| (s + self.exec_ms(i, j, 1), n + 1));
+            .fold((0.0, 0usize), |(s, n), j| {
+                (s + self.exec_ms(i, j, 1), n + 1)
+            });
         sum / n as f64
     }
 
@@ -364,7 +381,10 @@ impl System {
                     .filter(|&k| self.exec_ms(i, j, k).is_finite())
                     .collect();
                 ks.sort_by(|&a, &b| {
-                    let (pa, pb) = (self.exec_ms(i, j, a) / a as f64, self.exec_ms(i, j, b) / b as f64);
+                    let (pa, pb) = (
+                        self.exec_ms(i, j, a) / a as f64,
+                        self.exec_ms(i, j, b) / b as f64,
+                    );
                     pa.total_cmp(&pb).then(b.cmp(&a))
                 });
                 let base = (i.0 * self.processors.len() + j.0) * nb;
@@ -378,7 +398,11 @@ impl System {
 }
 
 fn bad(field: impl Into<String>, value: impl ToString, reason: &'static str) -> SpecError {
-    SpecError::BadValue { field: field.into(), value: value.to_string(), reason }
+    SpecError::BadValue {
+        field: field.into(),
+        value: value.to_string(),
+        reason,
+    }
 }
 
 fn check_positive(field: String, v: f64) -> Result<(), SpecError> {

@@ -1,0 +1,3 @@
+//! One module per `camdnnd` subcommand.
+
+pub mod simulate;

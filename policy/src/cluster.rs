@@ -1,0 +1,231 @@
+//! What the schedulers know of the processors: when each becomes idle
+//! (rem_j), which models are resident (a(i,j)), and how to run a batch on one,
+//! loading and evicting as needed. Every processor runs its queue in order.
+
+use crate::{ModelId, Plan, ProcId, System};
+
+/// The outcome of putting one batch on a processor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// The processor.
+    pub proc: ProcId,
+    /// Requests in the batch.
+    pub batch: usize,
+    /// When the processor starts on it (after earlier work), ms.
+    pub start_ms: f64,
+    /// Load time paid first because the model was not resident, ms (0 if resident).
+    pub load_ms: f64,
+    /// When the batch's results are ready, ms.
+    pub finish_ms: f64,
+    /// Models evicted to make room.
+    pub evictions: u32,
+}
+
+/// Processor availability and model residency, with least-recently-used eviction.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    np: usize,
+    busy_until: Vec<f64>,
+    resident: Vec<bool>,
+    last_used: Vec<f64>,
+    resident_count: Vec<usize>,
+    resident_mb: Vec<f64>,
+    pinned_count: Vec<usize>,
+    pinned_mb: Vec<f64>,
+}
+
+impl Cluster {
+    /// Idle processors, nothing resident.
+    pub fn new(system: &System) -> Self {
+        let (nm, np) = (system.num_models(), system.num_processors());
+        Cluster {
+            np,
+            busy_until: vec![0.0; np],
+            resident: vec![false; nm * np],
+            last_used: vec![f64::NEG_INFINITY; nm * np],
+            resident_count: vec![0; np],
+            resident_mb: vec![0.0; np],
+            pinned_count: vec![0; np],
+            pinned_mb: vec![0.0; np],
+        }
+    }
+
+    /// rem_j at `now`: how long until p_j is idle, ms.
+    #[inline]
+    pub fn rem_ms(&self, j: ProcId, now: f64) -> f64 {
+        (self.busy_until[j.0] - now).max(0.0)
+    }
+
+    /// rem for every processor.
+    pub fn rem_all(&self, now: f64) -> Vec<f64> {
+        self.busy_until
+            .iter()
+            .map(|&b| (b - now).max(0.0))
+            .collect()
+    }
+
+    /// When p_j becomes idle (absolute), ms.
+    #[inline]
+    pub fn busy_until(&self, j: ProcId) -> f64 {
+        self.busy_until[j.0]
+    }
+
+    /// a(i,j).
+    #[inline]
+    pub fn is_resident(&self, i: ModelId, j: ProcId) -> bool {
+        self.resident[i.0 * self.np + j.0]
+    }
+
+    /// The residency matrix, flattened `i * n_p + j`.
+    pub fn residency(&self) -> &[bool] {
+        &self.resident
+    }
+
+    /// Models resident on p_j.
+    pub fn resident_count(&self, j: ProcId) -> usize {
+        self.resident_count[j.0]
+    }
+
+    /// Whether model i can be made resident on p_j, evicting if needed;
+    /// detectors are pinned and never evicted.
+    #[inline]
+    pub fn can_host(&self, system: &System, i: ModelId, j: ProcId) -> bool {
+        if !system.supports(i, j) {
+            return false;
+        }
+        if self.is_resident(i, j) {
+            return true;
+        }
+        let p = &system.processors[j.0];
+        self.pinned_count[j.0] < p.max_resident
+            && p.memory_budget_mb
+                .is_none_or(|b| self.pinned_mb[j.0] + system.size_mb(i, j) <= b + 1e-9)
+    }
+
+    /// Runs a batch of `batch` requests of model i on p_j after the work already
+    /// queued there, loading the model first (evicting the least recently used
+    /// non-detector models) if it is not resident. The caller checks
+    /// [`Cluster::can_host`] first.
+    pub fn run(
+        &mut self,
+        system: &System,
+        now: f64,
+        i: ModelId,
+        j: ProcId,
+        batch: usize,
+    ) -> Placement {
+        let start = now.max(self.busy_until[j.0]);
+        let mut load = 0.0;
+        let mut evictions = 0;
+        if !self.is_resident(i, j) {
+            evictions = self.make_room(system, i, j);
+            self.set_resident(system, i, j, true);
+            load = system.load_ms(i, j);
+        }
+        let finish = start + load + system.exec_ms(i, j, batch);
+        self.busy_until[j.0] = finish;
+        self.last_used[i.0 * self.np + j.0] = finish;
+        Placement {
+            proc: j,
+            batch,
+            start_ms: start,
+            load_ms: load,
+            finish_ms: finish,
+            evictions,
+        }
+    }
+
+    /// Makes residency follow a plan at `now`: models the plan drops are
+    /// evicted, new ones are loaded on their processor (which stays busy for
+    /// t_l). Returns the number of loads started.
+    pub fn apply_residency(&mut self, system: &System, now: f64, plan: &Plan) -> u32 {
+        let mut loads = 0;
+        for j in system.proc_ids() {
+            for i in system.model_ids() {
+                if self.is_resident(i, j) && !plan.resident(i, j) {
+                    self.set_resident(system, i, j, false);
+                }
+            }
+            for i in system.model_ids() {
+                if plan.resident(i, j) && !self.is_resident(i, j) && self.can_host(system, i, j) {
+                    self.make_room(system, i, j);
+                    self.set_resident(system, i, j, true);
+                    let start = now.max(self.busy_until[j.0]);
+                    self.busy_until[j.0] = start + system.load_ms(i, j);
+                    self.last_used[i.0 * self.np + j.0] = self.busy_until[j.0];
+                    loads += 1;
+                }
+            }
+        }
+        loads
+    }
+
+    /// Marks models resident without paying load time (start-up state).
+    pub fn preload(&mut self, system: &System, plan: &Plan) {
+        for i in system.model_ids() {
+            for j in system.proc_ids() {
+                if plan.resident(i, j) && !self.is_resident(i, j) && self.can_host(system, i, j) {
+                    self.make_room(system, i, j);
+                    self.set_resident(system, i, j, true);
+                }
+            }
+        }
+    }
+
+    /// Lets a real executor correct rem_j once a batch finished: the processor
+    /// is idle from `actual_finish` unless later work was queued.
+    pub fn correct_finish(&mut self, j: ProcId, expected_finish: f64, actual_finish: f64) {
+        // Shift all queued work by the error of this batch.
+        self.busy_until[j.0] += actual_finish - expected_finish;
+        if self.busy_until[j.0] < actual_finish {
+            self.busy_until[j.0] = actual_finish;
+        }
+    }
+
+    fn set_resident(&mut self, system: &System, i: ModelId, j: ProcId, on: bool) {
+        let idx = i.0 * self.np + j.0;
+        if self.resident[idx] == on {
+            return;
+        }
+        self.resident[idx] = on;
+        let (n, mb) = (
+            if on { 1 } else { -1 },
+            if on { 1.0 } else { -1.0 } * system.size_mb(i, j),
+        );
+        self.resident_count[j.0] = self.resident_count[j.0].wrapping_add_signed(n);
+        self.resident_mb[j.0] += mb;
+        if system.models[i.0].parent.is_none() {
+            self.pinned_count[j.0] = self.pinned_count[j.0].wrapping_add_signed(n);
+            self.pinned_mb[j.0] += mb;
+        }
+    }
+
+    fn make_room(&mut self, system: &System, i: ModelId, j: ProcId) -> u32 {
+        let p = &system.processors[j.0];
+        let mut evictions = 0;
+        loop {
+            let full = self.resident_count[j.0] >= p.max_resident
+                || p.memory_budget_mb
+                    .is_some_and(|b| self.resident_mb[j.0] + system.size_mb(i, j) > b + 1e-9);
+            if !full {
+                return evictions;
+            }
+            let victim = system
+                .model_ids()
+                .filter(|&m| {
+                    m != i && self.is_resident(m, j) && system.models[m.0].parent.is_some()
+                })
+                .min_by(|a, b| {
+                    self.last_used[a.0 * self.np + j.0]
+                        .total_cmp(&self.last_used[b.0 * self.np + j.0])
+                });
+            match victim {
+                Some(m) => {
+                    self.set_resident(system, m, j, false);
+                    evictions += 1;
+                }
+                None => return evictions,
+            }
+        }
+    }
+}

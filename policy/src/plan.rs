@@ -1,0 +1,445 @@
+//! The global step's output: which models are resident where, a(i,j), and how
+//! each model's requests are batched, b_k(i,j); the [`GlobalPolicy`] trait
+//! that produces one; and [`repair`], which turns any plan into a feasible one.
+
+use crate::{InputError, ModelId, ProcId, System};
+
+/// What a global policy sees at an epoch boundary.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanInput<'a> {
+    /// r_i per model (index = `ModelId`); entries of detectors are ignored.
+    pub scene: &'a [u32],
+    /// rem_j per processor, ms.
+    pub rem_ms: &'a [f64],
+    /// a_old(i,j), flattened `i * n_p + j`.
+    pub residency: &'a [bool],
+    /// F: frames over which a load is amortised (frames per epoch).
+    pub frames_per_epoch: f64,
+}
+
+impl PlanInput<'_> {
+    /// Checks the vectors' lengths against the system.
+    pub fn validate(&self, system: &System) -> Result<(), InputError> {
+        let (nm, np) = (system.num_models(), system.num_processors());
+        check_len("scene", self.scene.len(), nm)?;
+        check_len("rem_ms", self.rem_ms.len(), np)?;
+        check_len("residency", self.residency.len(), nm * np)
+    }
+
+    /// a_old(i,j).
+    pub fn was_resident(&self, system: &System, i: ModelId, j: ProcId) -> bool {
+        self.residency[i.0 * system.num_processors() + j.0]
+    }
+}
+
+fn check_len(what: &'static str, got: usize, want: usize) -> Result<(), InputError> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(InputError::Length { what, got, want })
+    }
+}
+
+/// A global plan: residency a(i,j) and batch counts b_k(i,j).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    np: usize,
+    nb: usize,
+    resident: Vec<bool>,
+    batches: Vec<u32>,
+}
+
+impl Plan {
+    /// A plan with nothing resident and no batches.
+    pub fn empty(system: &System) -> Self {
+        let (nm, np, nb) = (
+            system.num_models(),
+            system.num_processors(),
+            system.max_batch,
+        );
+        Plan {
+            np,
+            nb,
+            resident: vec![false; nm * np],
+            batches: vec![0; nm * np * nb],
+        }
+    }
+
+    /// a(i,j).
+    pub fn resident(&self, i: ModelId, j: ProcId) -> bool {
+        self.resident[i.0 * self.np + j.0]
+    }
+
+    /// Sets a(i,j).
+    pub fn set_resident(&mut self, i: ModelId, j: ProcId, on: bool) {
+        self.resident[i.0 * self.np + j.0] = on;
+    }
+
+    /// The residency matrix, flattened `i * n_p + j`.
+    pub fn residency(&self) -> &[bool] {
+        &self.resident
+    }
+
+    /// b_k(i,j).
+    pub fn batches(&self, i: ModelId, j: ProcId, k: usize) -> u32 {
+        self.batches[(i.0 * self.np + j.0) * self.nb + k - 1]
+    }
+
+    /// Sets b_k(i,j).
+    pub fn set_batches(&mut self, i: ModelId, j: ProcId, k: usize, n: u32) {
+        self.batches[(i.0 * self.np + j.0) * self.nb + k - 1] = n;
+    }
+
+    /// Requests of model i this plan serves: sum_j sum_k k * b_k(i,j).
+    pub fn served(&self, i: ModelId) -> u32 {
+        let row = &self.batches[i.0 * self.np * self.nb..(i.0 + 1) * self.np * self.nb];
+        row.iter()
+            .enumerate()
+            .map(|(n, &b)| b * (n % self.nb + 1) as u32)
+            .sum()
+    }
+
+    /// Requests of model i planned on p_j.
+    pub fn served_on(&self, i: ModelId, j: ProcId) -> u32 {
+        (1..=self.nb)
+            .map(|k| k as u32 * self.batches(i, j, k))
+            .sum()
+    }
+
+    /// Number of models resident on p_j.
+    pub fn resident_count(&self, j: ProcId) -> usize {
+        self.resident
+            .iter()
+            .skip(j.0)
+            .step_by(self.np)
+            .filter(|&&r| r)
+            .count()
+    }
+
+    /// W_j: planned execution plus amortised loads on p_j, ms.
+    pub fn work_ms(&self, system: &System, input: &PlanInput, j: ProcId) -> f64 {
+        let mut w = 0.0;
+        for i in system.model_ids() {
+            for k in 1..=self.nb {
+                let b = self.batches(i, j, k);
+                if b > 0 {
+                    w += b as f64 * system.exec_ms(i, j, k);
+                }
+            }
+            if self.resident(i, j) && !input.was_resident(system, i, j) {
+                w += system.load_ms(i, j) / input.frames_per_epoch.max(1.0);
+            }
+        }
+        w
+    }
+
+    /// The makespan the design's ILP minimises: classifiers start once the
+    /// detector (on `detector_proc`, taking `detector_ms`) is done.
+    pub fn makespan_ms(&self, system: &System, input: &PlanInput, detector: Detector) -> f64 {
+        let d = input.rem_ms[detector.proc.0] + detector.exec_ms;
+        system
+            .proc_ids()
+            .map(|j| {
+                let w = self.work_ms(system, input, j);
+                (input.rem_ms[j.0] + w).max(d + w)
+            })
+            .fold(d, f64::max)
+    }
+
+    /// Why this plan is not feasible for the scene, if it is not.
+    pub fn infeasibility(&self, system: &System, input: &PlanInput) -> Option<String> {
+        for i in system.model_ids() {
+            for j in system.proc_ids() {
+                let planned = self.served_on(i, j) > 0;
+                if (planned || self.resident(i, j)) && !system.supports(i, j) {
+                    return Some(format!(
+                        "{} is planned on {}, which cannot run it",
+                        system.models[i.0].name, system.processors[j.0].name
+                    ));
+                }
+                if planned && !self.resident(i, j) {
+                    return Some(format!(
+                        "{} has batches on {} but is not resident there",
+                        system.models[i.0].name, system.processors[j.0].name
+                    ));
+                }
+                for k in system.max_batch_on(i, j) + 1..=self.nb {
+                    if self.batches(i, j, k) > 0 {
+                        return Some(format!(
+                            "{} has batches of {k} on {}, beyond its profiled sizes",
+                            system.models[i.0].name, system.processors[j.0].name
+                        ));
+                    }
+                }
+            }
+        }
+        for i in system.request_models() {
+            if self.served(i) != input.scene[i.0] {
+                return Some(format!(
+                    "{} serves {} requests but the scene has {}",
+                    system.models[i.0].name,
+                    self.served(i),
+                    input.scene[i.0]
+                ));
+            }
+        }
+        for j in system.proc_ids() {
+            let p = &system.processors[j.0];
+            if self.resident_count(j) > p.max_resident {
+                return Some(format!(
+                    "{} holds more than {} models",
+                    p.name, p.max_resident
+                ));
+            }
+            if let Some(budget) = p.memory_budget_mb {
+                if self.resident_mb(system, j) > budget + 1e-9 {
+                    return Some(format!("{} exceeds its {budget} MB budget", p.name));
+                }
+            }
+        }
+        for r in system.roots() {
+            if !system.proc_ids().any(|j| self.resident(r, j)) {
+                return Some(format!(
+                    "detector {} is resident nowhere",
+                    system.models[r.0].name
+                ));
+            }
+        }
+        None
+    }
+
+    fn resident_mb(&self, system: &System, j: ProcId) -> f64 {
+        system
+            .model_ids()
+            .filter(|&i| self.resident(i, j))
+            .map(|i| system.size_mb(i, j))
+            .sum()
+    }
+}
+
+/// Where the detector runs and how long one frame takes on it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Detector {
+    /// p_d.
+    pub proc: ProcId,
+    /// t_det, ms.
+    pub exec_ms: f64,
+}
+
+impl Detector {
+    /// The fastest processor for the system's first detector.
+    pub fn fastest(system: &System) -> Detector {
+        let root = system
+            .roots()
+            .next()
+            .expect("a validated system has a root");
+        system
+            .supporting(root)
+            .map(|j| Detector {
+                proc: j,
+                exec_ms: system.exec_ms(root, j, 1),
+            })
+            .min_by(|a, b| a.exec_ms.total_cmp(&b.exec_ms))
+            .expect("a validated model has a supporting processor")
+    }
+}
+
+/// A global scheduling policy: from the scene, rem and current residency to a
+/// plan for the next epoch. Implementations need not be feasible; callers
+/// pass their output through [`repair`].
+pub trait GlobalPolicy {
+    /// A short name for reports.
+    fn name(&self) -> &str;
+    /// Plans the next epoch.
+    fn plan(&mut self, system: &System, input: &PlanInput) -> Plan;
+}
+
+/// Why no feasible plan exists for a scene.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("no feasible residency serves {model}: every processor that runs it is full of models the scene also needs")]
+pub struct Infeasible {
+    /// The model that found no host.
+    pub model: String,
+}
+
+/// Turns any plan into a feasible one for `input`: unsupported pairs and
+/// oversize batches are removed, residency follows the batches and respects
+/// N_j and memory budgets, and every request is served exactly once (surplus
+/// trimmed, shortfall placed greedily by earliest planned finish).
+pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, Infeasible> {
+    let mut out = Plan::empty(system);
+    // 1. Keep what is possible.
+    for i in system.model_ids() {
+        for j in system.supporting(i) {
+            for k in 1..=system.max_batch_on(i, j) {
+                out.set_batches(i, j, k, plan.batches(i, j, k));
+            }
+            let wanted = plan.resident(i, j) || out.served_on(i, j) > 0;
+            out.set_resident(i, j, wanted);
+        }
+        if system.models[i.0].parent.is_none() {
+            for j in system.proc_ids() {
+                for k in 1..=system.max_batch {
+                    out.set_batches(i, j, k, 0);
+                }
+            }
+        }
+    }
+    // 2. Trim surplus requests, dropping the costliest per-request batches first.
+    for i in system.request_models() {
+        let want = input.scene[i.0];
+        while out.served(i) > want {
+            let excess = out.served(i) - want;
+            let (j, k) = costliest_batch(system, &out, i).expect("served > 0 implies a batch");
+            out.set_batches(i, j, k, out.batches(i, j, k) - 1);
+            if (k as u32) > excess {
+                // Replace by a smaller batch that keeps exactly `want` served.
+                let keep = k - excess as usize;
+                out.set_batches(i, j, keep, out.batches(i, j, keep) + 1);
+            }
+        }
+    }
+    // 3. Residency limits: evict the least-loaded, preferring idle and new models.
+    for j in system.proc_ids() {
+        while over_limit(system, &out, j) {
+            let victim = system
+                .model_ids()
+                .filter(|&i| out.resident(i, j))
+                .min_by(|&a, &b| {
+                    let key = |i: ModelId| {
+                        (
+                            system.models[i.0].parent.is_none(),
+                            out.served_on(i, j),
+                            input.was_resident(system, i, j),
+                        )
+                    };
+                    key(a).cmp(&key(b))
+                })
+                .expect("over the limit implies a resident model");
+            unplace(system, &mut out, victim, j);
+        }
+    }
+    // 4. Detectors must be resident somewhere.
+    for r in system.roots() {
+        if !system.proc_ids().any(|j| out.resident(r, j)) {
+            host_for(system, input, &mut out, r)?;
+        }
+    }
+    // 5. Serve the shortfall greedily on resident hosts by earliest planned finish.
+    // Two passes: a host found by evicting a redundant copy in the first can
+    // leave that copy's requests to be placed again in the second.
+    let detector = Detector::fastest(system);
+    for i in system.request_models().chain(system.request_models()) {
+        let want = input.scene[i.0];
+        if out.served(i) < want && !system.proc_ids().any(|j| out.resident(i, j)) {
+            host_for(system, input, &mut out, i)?;
+        }
+        while out.served(i) < want {
+            let missing = (want - out.served(i)) as usize;
+            let d_ready = input.rem_ms[detector.proc.0] + detector.exec_ms;
+            let (j, k) = system
+                .proc_ids()
+                .filter(|&j| out.resident(i, j))
+                .map(|j| {
+                    let k = crate::preferred_fitting(system, i, j, missing);
+                    let start = (input.rem_ms[j.0] + out.work_ms(system, input, j)).max(d_ready);
+                    (j, k, start + system.exec_ms(i, j, k))
+                })
+                .min_by(|a, b| a.2.total_cmp(&b.2))
+                .map(|(j, k, _)| (j, k))
+                .expect("a host was ensured above");
+            out.set_batches(i, j, k, out.batches(i, j, k) + 1);
+        }
+    }
+    Ok(out)
+}
+
+fn costliest_batch(system: &System, plan: &Plan, i: ModelId) -> Option<(ProcId, usize)> {
+    let mut best: Option<(ProcId, usize, f64)> = None;
+    for j in system.proc_ids() {
+        for k in 1..=system.max_batch {
+            if plan.batches(i, j, k) > 0 {
+                let per = system.exec_ms(i, j, k) / k as f64;
+                if best.is_none_or(|(_, _, b)| per > b) {
+                    best = Some((j, k, per));
+                }
+            }
+        }
+    }
+    best.map(|(j, k, _)| (j, k))
+}
+
+fn over_limit(system: &System, plan: &Plan, j: ProcId) -> bool {
+    let p = &system.processors[j.0];
+    plan.resident_count(j) > p.max_resident
+        || p.memory_budget_mb
+            .is_some_and(|b| plan.resident_mb(system, j) > b + 1e-9)
+}
+
+fn unplace(system: &System, plan: &mut Plan, i: ModelId, j: ProcId) {
+    plan.set_resident(i, j, false);
+    for k in 1..=system.max_batch {
+        plan.set_batches(i, j, k, 0);
+    }
+}
+
+fn fits(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
+    let p = &system.processors[j.0];
+    plan.resident_count(j) < p.max_resident
+        && p.memory_budget_mb
+            .is_none_or(|b| plan.resident_mb(system, j) + system.size_mb(i, j) <= b + 1e-9)
+}
+
+/// Makes model i resident somewhere: a free slot first (cheapest load, then
+/// fastest), else by evicting a model the scene does not need, else a
+/// redundant copy of one that is resident elsewhere too.
+fn host_for(
+    system: &System,
+    input: &PlanInput,
+    plan: &mut Plan,
+    i: ModelId,
+) -> Result<ProcId, Infeasible> {
+    let cost = |j: ProcId| {
+        let load = if input.was_resident(system, i, j) {
+            0.0
+        } else {
+            system.load_ms(i, j)
+        };
+        load / input.frames_per_epoch.max(1.0) + system.exec_ms(i, j, 1)
+    };
+    let mut candidates: Vec<ProcId> = system.supporting(i).collect();
+    candidates.sort_by(|&a, &b| cost(a).total_cmp(&cost(b)));
+    if let Some(&j) = candidates.iter().find(|&&j| fits(system, plan, i, j)) {
+        plan.set_resident(i, j, true);
+        return Ok(j);
+    }
+    let needed = |m: ModelId| system.models[m.0].parent.is_none() || input.scene[m.0] > 0;
+    let copies =
+        |plan: &Plan, m: ModelId| system.proc_ids().filter(|&q| plan.resident(m, q)).count();
+    for pass in 0..2 {
+        for &j in &candidates {
+            let victims: Vec<ModelId> = system
+                .model_ids()
+                .filter(|&m| m != i && plan.resident(m, j))
+                .filter(|&m| {
+                    if pass == 0 {
+                        !needed(m)
+                    } else {
+                        copies(plan, m) > 1
+                    }
+                })
+                .collect();
+            for m in victims {
+                // Requests the victim had here are re-placed by the shortfall pass.
+                unplace(system, plan, m, j);
+                if fits(system, plan, i, j) {
+                    plan.set_resident(i, j, true);
+                    return Ok(j);
+                }
+            }
+        }
+    }
+    Err(Infeasible {
+        model: system.models[i.0].name.clone(),
+    })
+}

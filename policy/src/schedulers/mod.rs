@@ -1,0 +1,162 @@
+//! Online schedulers the simulator (and the daemon) can run: camdnn's local
+//! dispatcher and the baselines it is measured against.
+
+mod cq;
+mod fixed;
+mod heft;
+mod local;
+mod ltf;
+
+pub use cq::CentralQueue;
+pub use fixed::Fixed;
+pub use heft::Heft;
+pub use local::LocalDispatcher;
+pub use ltf::LongestTaskFirst;
+
+use crate::{repair, Cluster, ModelId, Plan, PlanInput, ProcId, System};
+
+/// How a scheduler wants requests of one (frame, model) grouped before
+/// [`Scheduler::place`] sees them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Batching {
+    /// Each request is placed alone, as soon as it arrives.
+    PerRequest,
+    /// The sync-timer batcher with this WaitTime, ms.
+    SyncTimer {
+        /// WaitTime, ms.
+        wait_ms: f64,
+    },
+    /// Wait for every request of the frame's level, then place them model
+    /// by model in [`Scheduler::frame_order`].
+    WholeFrame,
+}
+
+/// What a global step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EpochOutcome {
+    /// Models loaded by the re-plan.
+    pub loads: u32,
+    /// Time the step itself took to compute, ms (0 when not measured).
+    pub step_ms: f64,
+}
+
+/// An online scheduler: places batches on processors one decision at a time.
+pub trait Scheduler {
+    /// Name for reports.
+    fn name(&self) -> String;
+
+    /// How requests are grouped before placement.
+    fn batching(&self) -> Batching;
+
+    /// Places up to `waiting` (>= 1) requests of model i at `now`: the host
+    /// and the batch size (1..=waiting). `None` if no processor can host i.
+    fn place(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Option<(ProcId, usize)>;
+
+    /// The batch size the sync timer waits for (k*).
+    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
+        best_resident_batch(system, cluster, i)
+    }
+
+    /// Residency at start-up (loaded for free, as the paper ignores the
+    /// initial load).
+    fn initial_plan(&mut self, system: &System) -> Plan {
+        fastest_hosts(system)
+    }
+
+    /// Order in which a whole frame's models are placed ([`Batching::WholeFrame`]).
+    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
+        models.sort_by(|a, b| system.priority(*b).total_cmp(&system.priority(*a)));
+    }
+
+    /// A variant of the system this scheduler needs, if any. The single-unit
+    /// baselines (CPU-only, GPU-only) leave the other units idle, so their
+    /// one unit may hold every model: they raise that unit's N_j.
+    fn system_override(&self, _system: &System) -> Option<System> {
+        None
+    }
+
+    /// The global step, called every epoch with the most recent scene.
+    fn on_epoch(
+        &mut self,
+        _system: &System,
+        _cluster: &mut Cluster,
+        _now: f64,
+        _scene: &[u32],
+        _frames_per_epoch: f64,
+    ) -> EpochOutcome {
+        EpochOutcome::default()
+    }
+}
+
+/// Every model resident on its fastest processors, within N_j: the repaired
+/// plan for one request of each model.
+pub fn fastest_hosts(system: &System) -> Plan {
+    let scene: Vec<u32> = system
+        .model_ids()
+        .map(|m| u32::from(system.models[m.0].parent.is_some()))
+        .collect();
+    let rem = vec![0.0; system.num_processors()];
+    let residency = vec![false; system.num_models() * system.num_processors()];
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &residency,
+        frames_per_epoch: 1e9,
+    };
+    repair(system, &input, &Plan::empty(system)).unwrap_or_else(|_| Plan::empty(system))
+}
+
+/// The best preferred batch size among processors where i is resident (all
+/// supporting processors if it is resident nowhere).
+pub fn best_resident_batch(system: &System, cluster: &Cluster, i: ModelId) -> usize {
+    let first = |j: ProcId| {
+        system
+            .preferred_batches(i, j)
+            .first()
+            .map_or(1, |&k| k as usize)
+    };
+    system
+        .supporting(i)
+        .filter(|&j| cluster.is_resident(i, j))
+        .map(first)
+        .max()
+        .or_else(|| system.supporting(i).map(first).max())
+        .unwrap_or(1)
+}
+
+/// The names [`by_name`] accepts, in report order.
+pub const BASELINES: &[&str] = &[
+    "camdnn-local",
+    "camdnn-local-eft",
+    "heft",
+    "cq",
+    "static-dist",
+    "cpu-only",
+    "gpu-only",
+    "ltf",
+];
+
+/// Builds a scheduler from its report name; `wait_ms` is the sync-timer
+/// WaitTime for those that batch.
+pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Scheduler>> {
+    use crate::spec::ProcessorKind;
+    use crate::HostRule;
+    Some(match name {
+        "camdnn-local" => Box::new(LocalDispatcher::new(HostRule::PerRequest, wait_ms)),
+        "camdnn-local-eft" => Box::new(LocalDispatcher::new(HostRule::FinishTime, wait_ms)),
+        "heft" => Box::new(Heft),
+        "cq" => Box::new(CentralQueue),
+        "static-dist" => Box::new(Fixed::static_dist(system, wait_ms)),
+        "cpu-only" => Box::new(Fixed::only(system, ProcessorKind::Cpu, wait_ms)),
+        "gpu-only" => Box::new(Fixed::only(system, ProcessorKind::Gpu, wait_ms)),
+        "ltf" => Box::new(LongestTaskFirst),
+        _ => return None,
+    })
+}

@@ -1,0 +1,491 @@
+//! A discrete-event simulator of the whole pipeline: a camera at F fps, the
+//! detector on its processor, per-object requests prepared after it,
+//! batching, dispatch, processors working through their queues, model loads,
+//! an optional global step every epoch, and real-time frame dropping.
+//! Deterministic: the same system, trace, config and scheduler give the
+//! same report.
+
+mod trace;
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+pub use trace::{full_scene, Segment, Trace};
+
+use crate::batcher::{Flush, FlushReason, SyncBatcher};
+use crate::schedulers::{Batching, Scheduler};
+use crate::stats::Summary;
+use crate::{Cluster, InputError, ModelId, System};
+
+/// Simulation knobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    /// Camera frame rate.
+    pub fps: f64,
+    /// Interval between global steps, ms (0 disables them).
+    pub epoch_ms: f64,
+    /// Time to prepare one object's crop after its parent model ran, ms.
+    pub crop_ms: f64,
+    /// Crops prepared in parallel.
+    pub crop_threads: usize,
+    /// Drop a new frame when some processor still has more than this much
+    /// queued work, i.e. the pipeline is that far behind, ms (`None`: one
+    /// frame period).
+    pub drop_behind_ms: Option<f64>,
+}
+
+impl Default for SimConfig {
+    /// The paper's setting: 14 fps, 5 s epochs; crops at 0.5 ms on 4 cores.
+    fn default() -> Self {
+        SimConfig {
+            fps: 14.0,
+            epoch_ms: 5000.0,
+            crop_ms: 0.5,
+            crop_threads: 4,
+            drop_behind_ms: None,
+        }
+    }
+}
+
+/// What happened to one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameOutcome {
+    /// When the camera produced it, ms.
+    pub arrival_ms: f64,
+    /// Processing delay (last result minus arrival), ms; `None` if dropped.
+    pub delay_ms: Option<f64>,
+}
+
+/// A simulation's results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimReport {
+    /// The scheduler's name.
+    pub scheduler: String,
+    /// Every frame, in order.
+    pub frames: Vec<FrameOutcome>,
+    /// Busy time (loads + execution) per processor, ms.
+    pub busy_ms: Vec<f64>,
+    /// Model loads (by the dispatcher and by global steps).
+    pub loads: u32,
+    /// Time spent loading, ms.
+    pub load_ms: f64,
+    /// Models evicted to make room for another.
+    pub evictions: u32,
+    /// Dispatch decisions taken.
+    pub decisions: u64,
+    /// Requests executed per model (detector runs included).
+    pub served: Vec<u64>,
+    /// Batches flushed by the sync timer, by reason (full, complete, timer).
+    pub flushes: [u64; 3],
+    /// Global steps taken.
+    pub epochs: u32,
+    /// Simulated time from the first frame to the last result, ms.
+    pub duration_ms: f64,
+}
+
+impl SimReport {
+    /// Delay statistics over the frames that were processed.
+    pub fn delay(&self) -> Summary {
+        let d: Vec<f64> = self.frames.iter().filter_map(|f| f.delay_ms).collect();
+        Summary::of(&d)
+    }
+
+    /// Frames dropped.
+    pub fn dropped(&self) -> usize {
+        self.frames.iter().filter(|f| f.delay_ms.is_none()).count()
+    }
+
+    /// Busy fraction of each processor over the run.
+    pub fn utilisation(&self) -> Vec<f64> {
+        self.busy_ms
+            .iter()
+            .map(|b| b / self.duration_ms.max(1e-9))
+            .collect()
+    }
+}
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SimError {
+    /// The trace does not fit the system.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A knob is out of range.
+    #[error("sim config {field} = {value}: {reason}")]
+    Config {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: f64,
+        /// What it must be.
+        reason: &'static str,
+    },
+    /// The scheduler found no processor able to host a model.
+    #[error("scheduler {scheduler} found no processor that can host {model}")]
+    NoHost {
+        /// The scheduler.
+        scheduler: String,
+        /// The model.
+        model: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    FrameArrives(usize),
+    Ready { frame: usize, model: ModelId },
+    ModelDone { frame: usize, model: ModelId },
+    Timer,
+    Epoch,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    t: f64,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    /// Reversed so that `BinaryHeap` pops the earliest event first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.t.total_cmp(&self.t).then(o.seq.cmp(&self.seq))
+    }
+}
+
+struct FrameState {
+    arrival: f64,
+    scene: Vec<u32>,
+    to_place: Vec<u32>,
+    arrived: Vec<u32>,
+    latest: Vec<f64>,
+    models_left: usize,
+    finish: f64,
+}
+
+struct Sim<'a> {
+    system: &'a System,
+    cfg: &'a SimConfig,
+    sched: &'a mut dyn Scheduler,
+    cluster: Cluster,
+    batcher: SyncBatcher,
+    events: BinaryHeap<Event>,
+    seq: u64,
+    frames: Vec<Option<FrameState>>,
+    report: SimReport,
+    last_scene: Vec<u32>,
+}
+
+/// Runs `scheduler` over `trace` on `system`.
+pub fn simulate(
+    system: &System,
+    scheduler: &mut dyn Scheduler,
+    trace: &Trace,
+    cfg: &SimConfig,
+) -> Result<SimReport, SimError> {
+    let adapted = scheduler.system_override(system);
+    let system = adapted.as_ref().unwrap_or(system);
+    trace.validate(system)?;
+    let positive = |field, value: f64| {
+        if value.is_finite() && value > 0.0 {
+            Ok(())
+        } else {
+            Err(SimError::Config {
+                field,
+                value,
+                reason: "must be a positive number",
+            })
+        }
+    };
+    positive("fps", cfg.fps)?;
+    if !(cfg.epoch_ms.is_finite() && cfg.epoch_ms >= 0.0) {
+        return Err(SimError::Config {
+            field: "epoch_ms",
+            value: cfg.epoch_ms,
+            reason: "must be >= 0",
+        });
+    }
+    if !(cfg.crop_ms.is_finite() && cfg.crop_ms >= 0.0) {
+        return Err(SimError::Config {
+            field: "crop_ms",
+            value: cfg.crop_ms,
+            reason: "must be >= 0",
+        });
+    }
+    if cfg.crop_threads == 0 {
+        return Err(SimError::Config {
+            field: "crop_threads",
+            value: 0.0,
+            reason: "must be at least 1",
+        });
+    }
+    let wait = match scheduler.batching() {
+        Batching::SyncTimer { wait_ms } => wait_ms,
+        _ => 0.0,
+    };
+    let mut cluster = Cluster::new(system);
+    let initial = scheduler.initial_plan(system);
+    cluster.preload(system, &initial);
+    let n_frames = trace.frames();
+    let mut sim = Sim {
+        system,
+        cfg,
+        cluster,
+        batcher: SyncBatcher::new(wait),
+        events: BinaryHeap::with_capacity(1024),
+        seq: 0,
+        frames: (0..n_frames).map(|_| None).collect(),
+        report: SimReport {
+            scheduler: scheduler.name(),
+            frames: Vec::with_capacity(n_frames),
+            busy_ms: vec![0.0; system.num_processors()],
+            loads: 0,
+            load_ms: 0.0,
+            evictions: 0,
+            decisions: 0,
+            served: vec![0; system.num_models()],
+            flushes: [0; 3],
+            epochs: 0,
+            duration_ms: 0.0,
+        },
+        sched: scheduler,
+        last_scene: full_scene(system, &trace.segments[0].scene),
+    };
+    let period = 1000.0 / cfg.fps;
+    let mut f = 0;
+    for seg in &trace.segments {
+        let scene = full_scene(system, &seg.scene);
+        for _ in 0..seg.frames {
+            let arrival = f as f64 * period;
+            sim.report.frames.push(FrameOutcome {
+                arrival_ms: arrival,
+                delay_ms: None,
+            });
+            sim.frames[f] = Some(FrameState {
+                arrival,
+                to_place: scene.clone(),
+                arrived: vec![0; scene.len()],
+                latest: vec![arrival; scene.len()],
+                models_left: scene.iter().filter(|&&r| r > 0).count(),
+                scene: scene.clone(),
+                finish: arrival,
+            });
+            sim.push(arrival, Kind::FrameArrives(f));
+            f += 1;
+        }
+    }
+    if cfg.epoch_ms > 0.0 {
+        sim.push(cfg.epoch_ms, Kind::Epoch);
+    }
+    let end_of_camera = n_frames as f64 * period;
+    while let Some(ev) = sim.events.pop() {
+        match ev.kind {
+            Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
+            Kind::Ready { frame, model } => sim.ready(ev.t, frame, model)?,
+            Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model),
+            Kind::Timer => {
+                let mut out = Vec::new();
+                sim.batcher.expire(ev.t, &mut out);
+                for fl in out {
+                    sim.flush(ev.t, fl)?;
+                }
+            }
+            Kind::Epoch => {
+                if ev.t < end_of_camera {
+                    let fpe = cfg.epoch_ms * cfg.fps / 1000.0;
+                    let out =
+                        sim.sched
+                            .on_epoch(system, &mut sim.cluster, ev.t, &sim.last_scene, fpe);
+                    sim.report.loads += out.loads;
+                    sim.report.epochs += 1;
+                    sim.push(ev.t + cfg.epoch_ms, Kind::Epoch);
+                }
+            }
+        }
+    }
+    Ok(sim.report)
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: f64, kind: Kind) {
+        self.seq += 1;
+        self.events.push(Event {
+            t,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
+        let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
+        if self
+            .system
+            .proc_ids()
+            .any(|j| self.cluster.rem_ms(j, now) > limit)
+        {
+            self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
+            return Ok(());
+        }
+        let roots: Vec<ModelId> = self.system.roots().collect();
+        for root in roots {
+            self.dispatch(now, f, root, 1)?;
+        }
+        Ok(())
+    }
+
+    fn place(
+        &mut self,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Result<(crate::ProcId, usize), SimError> {
+        self.sched
+            .place(self.system, &self.cluster, now, i, waiting)
+            .filter(|&(j, _)| self.cluster.can_host(self.system, i, j))
+            .map(|(j, k)| {
+                (
+                    j,
+                    k.clamp(1, waiting.max(1))
+                        .min(self.system.max_batch_on(i, j)),
+                )
+            })
+            .ok_or_else(|| SimError::NoHost {
+                scheduler: self.report.scheduler.clone(),
+                model: self.system.models[i.0].name.clone(),
+            })
+    }
+
+    /// Places `count` requests of model i for frame f, batch by batch.
+    fn dispatch(
+        &mut self,
+        now: f64,
+        f: usize,
+        i: ModelId,
+        mut count: usize,
+    ) -> Result<(), SimError> {
+        while count > 0 {
+            let (j, k) = self.place(now, i, count)?;
+            let p = self.cluster.run(self.system, now, i, j, k);
+            self.report.decisions += 1;
+            self.report.evictions += p.evictions;
+            self.report.served[i.0] += k as u64;
+            self.report.busy_ms[j.0] += p.finish_ms - p.start_ms;
+            if p.load_ms > 0.0 {
+                self.report.loads += 1;
+                self.report.load_ms += p.load_ms;
+            }
+            count -= k;
+            let fs = self.frames[f]
+                .as_mut()
+                .expect("dispatching for a live frame");
+            fs.to_place[i.0] -= k as u32;
+            fs.latest[i.0] = fs.latest[i.0].max(p.finish_ms);
+            if fs.to_place[i.0] == 0 {
+                let t = fs.latest[i.0];
+                self.push(t, Kind::ModelDone { frame: f, model: i });
+            }
+        }
+        Ok(())
+    }
+
+    fn model_done(&mut self, now: f64, f: usize, i: ModelId) {
+        let system = self.system;
+        let fs = self.frames[f]
+            .as_mut()
+            .expect("a model finished for a live frame");
+        fs.finish = fs.finish.max(now);
+        fs.models_left -= 1;
+        if system.models[i.0].parent.is_none() {
+            self.last_scene.clone_from(&fs.scene);
+        }
+        // Release the children's requests, crops prepared in parallel,
+        // interleaving the children round-robin.
+        let children = &system.models[i.0].children;
+        let mut left: Vec<u32> = children.iter().map(|c| fs.scene[c.0]).collect();
+        let mut n = 0usize;
+        let mut releases = Vec::new();
+        while left.iter().any(|&r| r > 0) {
+            for (c, l) in children.iter().zip(left.iter_mut()) {
+                if *l > 0 {
+                    *l -= 1;
+                    let t = now + self.cfg.crop_ms * (n / self.cfg.crop_threads + 1) as f64;
+                    releases.push((t, *c));
+                    n += 1;
+                }
+            }
+        }
+        if matches!(self.sched.batching(), Batching::SyncTimer { .. }) {
+            for &c in children {
+                self.batcher.expect(f as u64, c, fs.scene[c.0]);
+            }
+        }
+        if fs.models_left == 0 {
+            self.report.frames[f].delay_ms = Some(fs.finish - fs.arrival);
+            self.report.duration_ms = self.report.duration_ms.max(fs.finish);
+            self.frames[f] = None;
+        }
+        for (t, c) in releases {
+            self.push(t, Kind::Ready { frame: f, model: c });
+        }
+    }
+
+    fn ready(&mut self, now: f64, f: usize, i: ModelId) -> Result<(), SimError> {
+        match self.sched.batching() {
+            Batching::PerRequest => self.dispatch(now, f, i, 1),
+            Batching::SyncTimer { wait_ms } => {
+                let target = self.sched.batch_target(self.system, &self.cluster, i);
+                match self.batcher.arrive(now, f as u64, i, target) {
+                    Some(fl) => self.flush(now, fl),
+                    None => {
+                        self.push(now + wait_ms, Kind::Timer);
+                        Ok(())
+                    }
+                }
+            }
+            Batching::WholeFrame => {
+                let system = self.system;
+                let fs = self.frames[f].as_mut().expect("a request for a live frame");
+                fs.arrived[i.0] += 1;
+                let level = system.models[i.0].level;
+                let complete = system
+                    .model_ids()
+                    .filter(|m| system.models[m.0].level == level)
+                    .all(|m| fs.arrived[m.0] == fs.scene[m.0]);
+                if !complete {
+                    return Ok(());
+                }
+                let mut models: Vec<ModelId> = system
+                    .model_ids()
+                    .filter(|m| system.models[m.0].level == level && fs.to_place[m.0] > 0)
+                    .collect();
+                self.sched.frame_order(system, &mut models);
+                for m in models {
+                    let n = self.frames[f].as_ref().map_or(0, |fs| fs.to_place[m.0]) as usize;
+                    self.dispatch(now, f, m, n)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self, now: f64, fl: Flush) -> Result<(), SimError> {
+        let slot = match fl.reason {
+            FlushReason::Full => 0,
+            FlushReason::Complete => 1,
+            FlushReason::Timer => 2,
+        };
+        self.report.flushes[slot] += 1;
+        self.dispatch(now, fl.frame as usize, fl.model, fl.count)
+    }
+}
