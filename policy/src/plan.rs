@@ -256,10 +256,10 @@ pub trait GlobalPolicy {
 
 /// Why no feasible plan exists for a scene.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("no feasible residency serves {model}: every processor that runs it is full of models the scene also needs")]
+#[error("no feasible plan: {reason}")]
 pub struct Infeasible {
-    /// The model that found no host.
-    pub model: String,
+    /// What could not be satisfied.
+    pub reason: String,
 }
 
 /// Turns any plan into a feasible one for `input`: unsupported pairs and
@@ -319,24 +319,27 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
             unplace(system, &mut out, victim, j);
         }
     }
-    // 4. Detectors must be resident somewhere.
-    for r in system.roots() {
-        if !system.proc_ids().any(|j| out.resident(r, j)) {
-            host_for(system, input, &mut out, r)?;
+    // 4. Every model the scene needs gets a host: greedily where there is
+    // room, else by re-matching models to slots.
+    let needed: Vec<ModelId> = system
+        .roots()
+        .chain(system.request_models().filter(|i| input.scene[i.0] > 0))
+        .collect();
+    for &i in &needed {
+        if !system.proc_ids().any(|j| out.resident(i, j))
+            && host_for(system, input, &mut out, i).is_err()
+        {
+            rehost_by_matching(system, input, &mut out, &needed)?;
+            break;
         }
     }
     // 5. Serve the shortfall greedily on resident hosts by earliest planned finish.
-    // Two passes: a host found by evicting a redundant copy in the first can
-    // leave that copy's requests to be placed again in the second.
     let detector = Detector::fastest(system);
-    for i in system.request_models().chain(system.request_models()) {
+    let d_ready = input.rem_ms[detector.proc.0] + detector.exec_ms;
+    for i in system.request_models() {
         let want = input.scene[i.0];
-        if out.served(i) < want && !system.proc_ids().any(|j| out.resident(i, j)) {
-            host_for(system, input, &mut out, i)?;
-        }
         while out.served(i) < want {
             let missing = (want - out.served(i)) as usize;
-            let d_ready = input.rem_ms[detector.proc.0] + detector.exec_ms;
             let (j, k) = system
                 .proc_ids()
                 .filter(|&j| out.resident(i, j))
@@ -347,11 +350,112 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
                 })
                 .min_by(|a, b| a.2.total_cmp(&b.2))
                 .map(|(j, k, _)| (j, k))
-                .expect("a host was ensured above");
+                .expect("step 4 gave every needed model a host");
             out.set_batches(i, j, k, out.batches(i, j, k) + 1);
         }
     }
-    Ok(out)
+    // Memory budgets are packed greedily above; say so if that fell short.
+    match out.infeasibility(system, input) {
+        None => Ok(out),
+        Some(reason) => Err(Infeasible { reason }),
+    }
+}
+
+fn no_room(system: &System, i: ModelId) -> String {
+    format!(
+        "{} finds no slot: every processor that runs it is full of models the scene also needs",
+        system.models[i.0].name
+    )
+}
+
+/// Assigns every needed model a slot (N_j) by augmenting paths, keeping
+/// current hosts where possible, then refills spare slots with the plan's
+/// other residents. Batches on pairs that lose residency are dropped (step 5
+/// re-places them).
+fn rehost_by_matching(
+    system: &System,
+    input: &PlanInput,
+    plan: &mut Plan,
+    needed: &[ModelId],
+) -> Result<(), Infeasible> {
+    let np = system.num_processors();
+    let cost = |i: ModelId, j: ProcId| {
+        let resident = plan.resident(i, j) || input.was_resident(system, i, j);
+        (!resident, system.exec_ms(i, j, 1))
+    };
+    let candidates: Vec<Vec<ProcId>> = needed
+        .iter()
+        .map(|&i| {
+            let mut c: Vec<ProcId> = system.supporting(i).collect();
+            c.sort_by(|&a, &b| {
+                let (ra, ta) = cost(i, a);
+                let (rb, tb) = cost(i, b);
+                ra.cmp(&rb).then(ta.total_cmp(&tb))
+            });
+            c
+        })
+        .collect();
+    let mut host: Vec<Option<ProcId>> = vec![None; needed.len()];
+    fn augment(
+        m: usize,
+        cands: &[Vec<ProcId>],
+        caps: &[usize],
+        host: &mut [Option<ProcId>],
+        seen: &mut [bool],
+    ) -> bool {
+        for &j in &cands[m] {
+            if seen[j.0] {
+                continue;
+            }
+            seen[j.0] = true;
+            let users: Vec<usize> = (0..host.len()).filter(|&o| host[o] == Some(j)).collect();
+            if users.len() < caps[j.0] {
+                host[m] = Some(j);
+                return true;
+            }
+            for o in users {
+                host[o] = None;
+                if augment(o, cands, caps, host, seen) {
+                    host[m] = Some(j);
+                    return true;
+                }
+                host[o] = Some(j);
+            }
+        }
+        false
+    }
+    let caps: Vec<usize> = system.processors.iter().map(|p| p.max_resident).collect();
+    for m in 0..needed.len() {
+        let mut seen = vec![false; np];
+        if !augment(m, &candidates, &caps, &mut host, &mut seen) {
+            return Err(Infeasible {
+                reason: no_room(system, needed[m]),
+            });
+        }
+    }
+    let mut rebuilt = plan.clone();
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            rebuilt.set_resident(i, j, false);
+        }
+    }
+    for (m, &i) in needed.iter().enumerate() {
+        rebuilt.set_resident(i, host[m].expect("matched above"), true);
+    }
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            if plan.resident(i, j) && !rebuilt.resident(i, j) && fits(system, &rebuilt, i, j) {
+                rebuilt.set_resident(i, j, true);
+            }
+            if !rebuilt.resident(i, j) {
+                for k in 1..=system.max_batch {
+                    rebuilt.set_batches(i, j, k, 0);
+                }
+            }
+        }
+    }
+    *plan = rebuilt;
+    Ok(())
 }
 
 fn costliest_batch(system: &System, plan: &Plan, i: ModelId) -> Option<(ProcId, usize)> {
@@ -440,6 +544,6 @@ fn host_for(
         }
     }
     Err(Infeasible {
-        model: system.models[i.0].name.clone(),
+        reason: no_room(system, i),
     })
 }
