@@ -425,11 +425,11 @@ fn rehost_by_matching(
         false
     }
     let caps: Vec<usize> = system.processors.iter().map(|p| p.max_resident).collect();
-    for m in 0..needed.len() {
+    for (m, &i) in needed.iter().enumerate() {
         let mut seen = vec![false; np];
         if !augment(m, &candidates, &caps, &mut host, &mut seen) {
             return Err(Infeasible {
-                reason: no_room(system, needed[m]),
+                reason: no_room(system, i),
             });
         }
     }
