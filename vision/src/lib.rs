@@ -1,1 +1,44 @@
-//! Pixels to tensors and tensors to boxes: decoding, resizing, crops, normalisation, detector decoders and NMS
+//! Pixels to tensors and tensors to boxes: decoding, resizing, crops, normalisation, detector
+//! decoders and NMS.
+//!
+//! The vision layer of camdnn. It is a pure library: no threads, no I/O beyond decoding the bytes
+//! it is given, and every bad input is an [`VisionError`] that names what was wrong, never a panic.
+//!
+//! The usual path through it, for one camera frame:
+//!
+//! 1. [`Frame::new`] validates the bytes the camera sent; [`Frame::to_rgb`] gives an [`RgbImage`].
+//! 2. [`Preprocessor::letterbox`] (or [`Preprocessor::stretch`]) makes the detector input and the
+//!    [`Transform`] that maps boxes back; [`Normalizer`] turns it into a [`Tensor`].
+//! 3. A decoder ([`yolo`], [`ssd`], [`dbnet`]) turns the detector output into [`Detection`]s in
+//!    frame pixels, and [`nms()`] keeps the best non-overlapping ones.
+//! 4. [`Router`] names each object's class and picks the classifier that handles it.
+//! 5. [`Preprocessor::crop`] cuts each object out at the classifier's input size and
+//!    [`Normalizer::batch`] packs k crops into one batch.
+//! 6. [`classify`] (softmax, top-k, orientation) and [`ctc`] (PP-OCR text) read the classifier
+//!    outputs.
+
+#![warn(missing_docs)]
+
+pub mod classify;
+pub mod ctc;
+pub mod dbnet;
+mod error;
+mod frame;
+mod geometry;
+mod nms;
+mod normalize;
+mod resize;
+mod routing;
+pub mod ssd;
+pub mod yolo;
+
+pub use error::VisionError;
+pub use frame::{Frame, PixelFormat, RgbImage, MAX_SIDE};
+pub use geometry::{BBox, Detection};
+pub use nms::{nms, NmsConfig};
+pub use normalize::{ChannelOrder, Layout, NormConfig, Normalizer, Tensor};
+pub use resize::{Crop, Placement, Preprocessor, Transform};
+pub use routing::{RoutedObject, Router, RoutingConfig};
+
+/// Result type of this crate.
+pub type Result<T, E = VisionError> = std::result::Result<T, E>;
