@@ -23,3 +23,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
 echo "setup: done"
+bash scripts/fetch_models.sh

@@ -1,1 +1,30 @@
-//! Inference engines behind one trait (tract, ONNX Runtime, sim) and the per-processor worker threads of camdnnd
+//! Inference engines behind one trait (tract, ONNX Runtime, sim) and the per-processor
+//! worker threads of camdnnd.
+//!
+//! - [`Engine`] loads a [`ModelSource`] for a [`ProcessorConfig`] into a resident
+//!   [`LoadedModel`]; [`LoadedModel::run`] runs one batch of owned [`Tensor`]s.
+//! - [`TractEngine`], [`OrtEngine`], [`SimEngine`] are the three engines.
+//! - [`Worker`] is one OS thread per processor executing load/unload/run commands in order.
+//!
+//! Batching: a model whose batch dim is dynamic runs batch k in one call
+//! ([`BatchMode::Native`]); a fixed-batch model runs k / b calls ([`BatchMode::Loop`]).
+
+mod config;
+mod engine;
+mod error;
+mod model;
+mod ort_engine;
+mod sim;
+mod tensor;
+mod tract_engine;
+mod worker;
+
+pub use config::{EngineKind, ModelFormat, ModelSource, OrtProvider, ProcessorConfig, QnnOptions};
+pub use engine::{Engine, LoadedModel};
+pub use error::EngineError;
+pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
+pub use ort_engine::{dev_ort_library, OrtEngine};
+pub use sim::{SimEngine, SimModelSpec};
+pub use tensor::{DType, Tensor, TensorData};
+pub use tract_engine::TractEngine;
+pub use worker::{Command, LoadReport, Reply, RunReport, Worker, WorkerHandle};

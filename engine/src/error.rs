@@ -1,0 +1,93 @@
+//! The one error type of the engine layer: every failure names what was wrong.
+
+use std::path::PathBuf;
+
+/// Why loading a model, running a batch or starting a worker failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The model file does not exist or cannot be read.
+    #[error("model `{model}`: cannot read {path}: {reason}")]
+    ModelFile {
+        /// Model name from the config.
+        model: String,
+        /// Path that was tried.
+        path: PathBuf,
+        /// What the OS or the parser said.
+        reason: String,
+    },
+    /// The model uses operators this engine does not implement; it is refused at load.
+    #[error("model `{model}` uses operators the {engine} engine does not support: {}", ops.join(", "))]
+    UnsupportedOps {
+        /// Model name from the config.
+        model: String,
+        /// Engine that refused it.
+        engine: &'static str,
+        /// Operator types (ONNX op_type) that are missing, sorted, without duplicates.
+        ops: Vec<String>,
+    },
+    /// The model or the processor config is inconsistent (unknown input, symbolic dim without a value, ...).
+    #[error("model `{model}`: {reason}")]
+    BadModelConfig {
+        /// Model name from the config.
+        model: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The processor config cannot be served by this engine (wrong engine kind, provider missing, ...).
+    #[error("processor `{processor}`: {reason}")]
+    Processor {
+        /// Processor name from the config.
+        processor: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The ONNX Runtime shared library could not be found or loaded.
+    #[error("ONNX Runtime library: {0}")]
+    OrtLibrary(String),
+    /// Inputs given to `run` do not match the model's inputs.
+    #[error("model `{model}`: bad input: {reason}")]
+    BadInput {
+        /// Model name.
+        model: String,
+        /// What does not match.
+        reason: String,
+    },
+    /// A tensor was built with a shape that does not match its data.
+    #[error("tensor `{name}`: shape {shape:?} needs {expected} elements but {actual} were given")]
+    TensorShape {
+        /// Tensor name (may be empty).
+        name: String,
+        /// The requested shape.
+        shape: Vec<usize>,
+        /// Elements the shape needs.
+        expected: usize,
+        /// Elements given.
+        actual: usize,
+    },
+    /// The backend failed while loading or running (message from tract / ONNX Runtime).
+    #[error("model `{model}`: {engine} engine failed while {stage}: {reason}")]
+    Backend {
+        /// Model name.
+        model: String,
+        /// Engine name.
+        engine: &'static str,
+        /// What it was doing ("loading", "optimizing for batch 4", "running").
+        stage: String,
+        /// Backend message (full error chain).
+        reason: String,
+    },
+    /// A worker command named a model that is not resident on that processor.
+    #[error("processor `{processor}`: model `{model}` is not loaded")]
+    NotLoaded {
+        /// Processor name.
+        processor: String,
+        /// Model name.
+        model: String,
+    },
+    /// The worker thread is gone (shut down or panicked) and cannot take commands.
+    #[error("processor `{processor}`: worker thread is not running")]
+    WorkerGone {
+        /// Processor name.
+        processor: String,
+    },
+}

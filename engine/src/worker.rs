@@ -1,0 +1,378 @@
+//! One OS thread per processor: it owns the processor's resident models and executes
+//! load / unload / run commands strictly in arrival order, replying with outputs and
+//! measured times. The daemon's async runtime never runs inference; it sends commands.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::{
+    BatchMode, Engine, EngineError, LoadedModel, ModelInfo, ModelSource, ProcessorConfig, Tensor,
+};
+
+/// Where a worker sends one answer: any `FnOnce` (e.g. completing an async oneshot),
+/// or a std channel via [`Reply::channel`].
+pub struct Reply<T>(Box<dyn FnOnce(T) + Send>);
+
+impl<T: Send + 'static> Reply<T> {
+    /// A reply that calls `f` with the answer (on the worker thread: keep it short).
+    pub fn new(f: impl FnOnce(T) + Send + 'static) -> Reply<T> {
+        Reply(Box::new(f))
+    }
+
+    /// A reply that sends the answer to the returned receiver.
+    pub fn channel() -> (Reply<T>, mpsc::Receiver<T>) {
+        let (tx, rx) = mpsc::sync_channel(1);
+        (
+            Reply::new(move |v| {
+                // The asker may have stopped waiting; that is not the worker's problem.
+                let _ = tx.send(v);
+            }),
+            rx,
+        )
+    }
+
+    fn send(self, v: T) {
+        (self.0)(v)
+    }
+}
+
+impl<T> std::fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reply")
+    }
+}
+
+/// Answer to a load.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    /// The resident model's metadata; `info.load_time` is the measured load time.
+    pub info: ModelInfo,
+    /// True when the model was already resident (nothing was loaded; `info` is the old one).
+    pub already_resident: bool,
+    /// When the worker started the command.
+    pub started: Instant,
+    /// When it finished.
+    pub finished: Instant,
+}
+
+/// Answer to a run.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Model that ran.
+    pub model: String,
+    /// Named outputs, leading dim = batch.
+    pub outputs: Vec<Tensor>,
+    /// Batch size k.
+    pub batch: usize,
+    /// Whether k ran in one call or as a loop.
+    pub mode: BatchMode,
+    /// When the command was sent.
+    pub submitted: Instant,
+    /// When the worker started it.
+    pub started: Instant,
+    /// When it finished.
+    pub finished: Instant,
+}
+
+impl RunReport {
+    /// Compute time (finished - started): the measured t_e of this batch.
+    pub fn exec_time(&self) -> Duration {
+        self.finished.duration_since(self.started)
+    }
+
+    /// Time spent waiting in the worker's queue (started - submitted).
+    pub fn queue_time(&self) -> Duration {
+        self.started.duration_since(self.submitted)
+    }
+}
+
+/// A command to a processor's worker.
+#[derive(Debug)]
+pub enum Command {
+    /// Make `model` resident (no-op answer if it already is).
+    Load {
+        /// What to load.
+        model: ModelSource,
+        /// Where to answer.
+        reply: Reply<Result<LoadReport, EngineError>>,
+    },
+    /// Drop a resident model (frees its memory).
+    Unload {
+        /// Model name.
+        model: String,
+        /// Where to answer; `Ok(true)` if it was resident.
+        reply: Reply<Result<bool, EngineError>>,
+    },
+    /// Run one batch of a resident model.
+    Run {
+        /// Model name.
+        model: String,
+        /// Inputs, leading dim = batch.
+        inputs: Vec<Tensor>,
+        /// When the command was created (for queue time).
+        submitted: Instant,
+        /// Where to answer.
+        reply: Reply<Result<RunReport, EngineError>>,
+    },
+    /// Finish the commands before this one, drop every model and end the thread.
+    Shutdown,
+}
+
+/// A cloneable sender of commands to one worker.
+#[derive(Debug, Clone)]
+pub struct WorkerHandle {
+    processor: String,
+    tx: mpsc::Sender<Command>,
+}
+
+impl WorkerHandle {
+    /// Processor name.
+    pub fn processor(&self) -> &str {
+        &self.processor
+    }
+
+    /// Queues a command; fails only when the worker thread has ended.
+    pub fn send(&self, cmd: Command) -> Result<(), EngineError> {
+        self.tx.send(cmd).map_err(|_| EngineError::WorkerGone {
+            processor: self.processor.clone(),
+        })
+    }
+
+    /// Queues a load.
+    pub fn load(
+        &self,
+        model: ModelSource,
+        reply: Reply<Result<LoadReport, EngineError>>,
+    ) -> Result<(), EngineError> {
+        self.send(Command::Load { model, reply })
+    }
+
+    /// Queues an unload.
+    pub fn unload(
+        &self,
+        model: impl Into<String>,
+        reply: Reply<Result<bool, EngineError>>,
+    ) -> Result<(), EngineError> {
+        self.send(Command::Unload {
+            model: model.into(),
+            reply,
+        })
+    }
+
+    /// Queues a run; the submit time is taken now.
+    pub fn run(
+        &self,
+        model: impl Into<String>,
+        inputs: Vec<Tensor>,
+        reply: Reply<Result<RunReport, EngineError>>,
+    ) -> Result<(), EngineError> {
+        self.send(Command::Run {
+            model: model.into(),
+            inputs,
+            submitted: Instant::now(),
+            reply,
+        })
+    }
+
+    fn wait<T: Send + 'static>(
+        &self,
+        queue: impl FnOnce(Reply<Result<T, EngineError>>) -> Result<(), EngineError>,
+    ) -> Result<T, EngineError> {
+        let (reply, rx) = Reply::channel();
+        queue(reply)?;
+        rx.recv().map_err(|_| EngineError::WorkerGone {
+            processor: self.processor.clone(),
+        })?
+    }
+
+    /// Loads and blocks until done (for start-up, profiling and tests; not for async code).
+    pub fn load_blocking(&self, model: ModelSource) -> Result<LoadReport, EngineError> {
+        self.wait(|r| self.load(model, r))
+    }
+
+    /// Unloads and blocks until done.
+    pub fn unload_blocking(&self, model: &str) -> Result<bool, EngineError> {
+        self.wait(|r| self.unload(model, r))
+    }
+
+    /// Runs and blocks until done.
+    pub fn run_blocking(&self, model: &str, inputs: Vec<Tensor>) -> Result<RunReport, EngineError> {
+        self.wait(|r| self.run(model, inputs, r))
+    }
+}
+
+/// A running per-processor worker thread. Dropping it shuts the thread down after the
+/// commands already queued.
+#[derive(Debug)]
+pub struct Worker {
+    handle: WorkerHandle,
+    join: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Checks the processor against the engine, starts the thread (named
+    /// `camdnn-<processor>`), pins it to `proc.core` when set, and returns once it is
+    /// ready. Fails if the engine cannot serve the processor or the core does not exist.
+    pub fn spawn(proc: ProcessorConfig, engine: Arc<dyn Engine>) -> Result<Worker, EngineError> {
+        engine.check_processor(&proc)?;
+        let (tx, rx) = mpsc::channel::<Command>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), EngineError>>(1);
+        let name = proc.name.clone();
+        let join = std::thread::Builder::new()
+            .name(format!("camdnn-{name}"))
+            .spawn(move || {
+                if let Some(core) = proc.core {
+                    if let Err(e) = pin(&proc.name, core) {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                }
+                let _ = ready_tx.send(Ok(()));
+                serve(&proc, engine.as_ref(), rx);
+            })
+            .map_err(|e| EngineError::Processor {
+                processor: name.clone(),
+                reason: format!("cannot start the worker thread: {e}"),
+            })?;
+        let ready = ready_rx.recv().unwrap_or_else(|_| {
+            Err(EngineError::WorkerGone {
+                processor: name.clone(),
+            })
+        });
+        if let Err(e) = ready {
+            let _ = join.join();
+            return Err(e);
+        }
+        Ok(Worker {
+            handle: WorkerHandle {
+                processor: name,
+                tx,
+            },
+            join: Some(join),
+        })
+    }
+
+    /// A sender for this worker's commands.
+    pub fn handle(&self) -> WorkerHandle {
+        self.handle.clone()
+    }
+
+    /// Finishes the queued commands, unloads every model and joins the thread.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.handle.tx.send(Command::Shutdown);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn pin(processor: &str, core: usize) -> Result<(), EngineError> {
+    let err = |reason: String| EngineError::Processor {
+        processor: processor.to_string(),
+        reason,
+    };
+    let ids = core_affinity::get_core_ids()
+        .ok_or_else(|| err("cannot list CPU cores to pin the worker".into()))?;
+    let id = ids
+        .into_iter()
+        .find(|c| c.id == core)
+        .ok_or_else(|| err(format!("core {core} does not exist or is not usable")))?;
+    if core_affinity::set_for_current(id) {
+        Ok(())
+    } else {
+        Err(err(format!("cannot pin the worker thread to core {core}")))
+    }
+}
+
+fn panicked(proc: &ProcessorConfig, model: &str, stage: &str) -> EngineError {
+    EngineError::Backend {
+        model: model.to_string(),
+        engine: proc.engine.as_str(),
+        stage: stage.to_string(),
+        reason: "the engine panicked (the model was dropped)".into(),
+    }
+}
+
+fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command>) {
+    let mut models: HashMap<String, Box<dyn LoadedModel>> = HashMap::new();
+    while let Ok(cmd) = rx.recv() {
+        match cmd {
+            Command::Load { model, reply } => {
+                let started = Instant::now();
+                let result = if let Some(m) = models.get(&model.name) {
+                    Ok(LoadReport {
+                        info: m.info().clone(),
+                        already_resident: true,
+                        started,
+                        finished: Instant::now(),
+                    })
+                } else {
+                    catch_unwind(AssertUnwindSafe(|| engine.load(&model, proc)))
+                        .unwrap_or_else(|_| Err(panicked(proc, &model.name, "loading")))
+                        .map(|m| {
+                            let info = m.info().clone();
+                            models.insert(model.name.clone(), m);
+                            LoadReport {
+                                info,
+                                already_resident: false,
+                                started,
+                                finished: Instant::now(),
+                            }
+                        })
+                };
+                reply.send(result);
+            }
+            Command::Unload { model, reply } => {
+                reply.send(Ok(models.remove(&model).is_some()));
+            }
+            Command::Run {
+                model,
+                inputs,
+                submitted,
+                reply,
+            } => {
+                let Some(m) = models.get_mut(&model) else {
+                    reply.send(Err(EngineError::NotLoaded {
+                        processor: proc.name.clone(),
+                        model,
+                    }));
+                    continue;
+                };
+                let started = Instant::now();
+                let outcome = catch_unwind(AssertUnwindSafe(|| m.run(&inputs)));
+                let finished = Instant::now();
+                let result = match outcome {
+                    Ok(r) => r.map(|outputs| RunReport {
+                        batch: inputs.first().and_then(|t| t.batch()).unwrap_or(0),
+                        mode: m.info().batch,
+                        model: model.clone(),
+                        outputs,
+                        submitted,
+                        started,
+                        finished,
+                    }),
+                    Err(_) => {
+                        models.remove(&model);
+                        Err(panicked(proc, &model, "running"))
+                    }
+                };
+                reply.send(result);
+            }
+            Command::Shutdown => break,
+        }
+    }
+}

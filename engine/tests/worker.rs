@@ -1,0 +1,149 @@
+//! Worker threads: load / run / unload round trips with measured times, ordering, and
+//! clear errors for misconfigured processors.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use camdnn_engine::{
+    BatchMode, Command, DType, Dim, EngineError, EngineKind, ModelSource, OrtProvider,
+    ProcessorConfig, Reply, SimEngine, SimModelSpec, Tensor, TensorInfo, TractEngine, Worker,
+};
+
+fn sim_engine() -> Arc<SimEngine> {
+    let spec = SimModelSpec {
+        inputs: vec![TensorInfo {
+            name: "x".into(),
+            dtype: DType::F32,
+            shape: vec![Dim::Batch, Dim::Fixed(4)],
+        }],
+        outputs: vec![TensorInfo {
+            name: "y".into(),
+            dtype: DType::F32,
+            shape: vec![Dim::Batch, Dim::Fixed(2)],
+        }],
+        load_time: Duration::from_millis(2),
+        exec_time: vec![Duration::from_millis(1); 8],
+    };
+    Arc::new(SimEngine::default().with_model("m", spec))
+}
+
+#[test]
+fn sim_worker_round_trip() {
+    let mut proc = ProcessorConfig::new("dsp", EngineKind::Sim);
+    proc.core = Some(0);
+    let worker = Worker::spawn(proc, sim_engine()).unwrap();
+    let h = worker.handle();
+    assert_eq!(h.processor(), "dsp");
+
+    let err = h
+        .run_blocking("m", vec![Tensor::zeros("x", DType::F32, vec![1, 4])])
+        .unwrap_err();
+    assert!(matches!(err, EngineError::NotLoaded { .. }), "{err}");
+
+    let load = h.load_blocking(ModelSource::new("m", "unused")).unwrap();
+    assert!(!load.already_resident);
+    assert!(load.finished >= load.started);
+    assert!(
+        h.load_blocking(ModelSource::new("m", "unused"))
+            .unwrap()
+            .already_resident
+    );
+
+    // Several runs queued at once come back in order, each with its own timestamps.
+    let mut rxs = Vec::new();
+    for k in 1..=4 {
+        let (reply, rx) = Reply::channel();
+        h.run("m", vec![Tensor::zeros("x", DType::F32, vec![k, 4])], reply)
+            .unwrap();
+        rxs.push((k, rx));
+    }
+    let mut last_finish = None;
+    for (k, rx) in rxs {
+        let r = rx.recv().unwrap().unwrap();
+        assert_eq!(r.batch, k);
+        assert_eq!(r.mode, BatchMode::Native);
+        assert_eq!(r.outputs[0].shape(), &[k, 2]);
+        assert!(r.started >= r.submitted && r.finished >= r.started);
+        if let Some(prev) = last_finish {
+            assert!(r.started >= prev, "commands run sequentially");
+        }
+        last_finish = Some(r.finished);
+    }
+
+    assert!(h.unload_blocking("m").unwrap());
+    assert!(!h.unload_blocking("m").unwrap());
+    worker.shutdown();
+    assert!(matches!(
+        h.send(Command::Shutdown),
+        Err(EngineError::WorkerGone { .. })
+    ));
+}
+
+#[test]
+fn tract_worker_runs_a_real_model() {
+    let worker = Worker::spawn(
+        ProcessorConfig::new("cpu", EngineKind::Tract),
+        Arc::new(TractEngine::new()),
+    )
+    .unwrap();
+    let h = worker.handle();
+    let src = ModelSource::new("mtcnn_onet", common::model("mtcnn_onet.onnx"));
+    let load = h.load_blocking(src).unwrap();
+    assert_eq!(load.info.batch, BatchMode::Native);
+    assert!(load.info.load_time > Duration::ZERO);
+    let x = common::input(&load.info.inputs[0], 3, 1);
+    let r = h.run_blocking("mtcnn_onet", vec![x]).unwrap();
+    let names: Vec<&str> = r.outputs.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["dense_5", "dense_6", "softmax_2"]);
+    assert_eq!(r.outputs[2].shape(), &[3, 2]);
+    // softmax rows of a real model sum to 1
+    for row in r.outputs[2].as_f32().unwrap().chunks(2) {
+        assert!((row[0] + row[1] - 1.0).abs() < 1e-4, "{row:?}");
+    }
+}
+
+#[test]
+fn misconfigured_processors_fail_at_spawn() {
+    let err =
+        Worker::spawn(ProcessorConfig::new("gpu", EngineKind::Ort), sim_engine()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("configured for engine `ort` but handed to the `sim` engine"),
+        "{err}"
+    );
+
+    let mut proc = ProcessorConfig::new("cpu", EngineKind::Sim);
+    proc.core = Some(4096);
+    let err = Worker::spawn(proc, sim_engine()).unwrap_err();
+    assert!(
+        err.to_string().contains("core 4096 does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ort_provider_missing_from_the_build_is_a_start_up_error() {
+    let ort = Arc::new(common::ort());
+    // The PyPI CPU wheel has no CUDA, XNNPACK or QNN; asking for one must not silently use CPU.
+    for provider in [OrtProvider::Cuda, OrtProvider::Xnnpack] {
+        let mut proc = ProcessorConfig::new("gpu", EngineKind::Ort);
+        proc.provider = Some(provider);
+        let err = Worker::spawn(proc, ort.clone()).unwrap_err().to_string();
+        assert!(
+            err.contains(provider.ort_name()) && err.contains("is not in the ONNX Runtime build"),
+            "{err}"
+        );
+        assert!(err.contains("it has: CPUExecutionProvider"), "{err}");
+    }
+    let mut proc = ProcessorConfig::new("cpu", EngineKind::Ort);
+    let err = Worker::spawn(proc.clone(), ort.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs `provider`"), "{err}");
+    proc.provider = Some(OrtProvider::Cpu);
+    Worker::spawn(proc, ort)
+        .expect("cpu provider is available")
+        .shutdown();
+}
