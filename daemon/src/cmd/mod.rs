@@ -1,3 +1,27 @@
-//! One module per `camdnnd` subcommand.
+//! The `camdnnd` command line: one module per subcommand.
 
 pub mod simulate;
+
+use clap::{Parser, Subcommand};
+
+/// camdnn: real-time serving of networks of DNNs on heterogeneous boards.
+#[derive(Parser, Debug)]
+#[command(name = "camdnnd", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs schedulers on a board profile and a scene trace in the simulator
+    /// and prints frame delay, drops and utilisation side by side.
+    Simulate(simulate::Args),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Simulate(args) => simulate::run(&args),
+    }
+}

@@ -1,0 +1,36 @@
+//! The frame path: frame -> detector -> per-object requests -> batcher and
+//! dispatcher -> processor workers -> one result per frame. The server sees
+//! it only through [`FrameProcessor`].
+
+pub mod config;
+
+use std::time::Instant;
+
+use camdnn_protocol::{DropReason, Frame, FrameResult, RejectReason};
+use tokio::sync::oneshot;
+
+/// What became of one frame; every submitted frame gets exactly one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Processed: detections and per-object outputs.
+    Done(FrameResult),
+    /// Accepted but not processed.
+    Dropped(DropReason),
+    /// Invalid for this pipeline (e.g. a pixel format it cannot decode).
+    Rejected(RejectReason, String),
+}
+
+/// The frame path as the server drives it. Implementations never block the
+/// caller: inference runs on the processors' own threads.
+pub trait FrameProcessor: Send + Sync + 'static {
+    /// Starts work on `frame`, received at `received`; the outcome is sent on
+    /// `reply` exactly once (a dropped receiver is ignored).
+    fn submit(&self, frame: Frame, received: Instant, reply: oneshot::Sender<Outcome>);
+
+    /// Frames the pipeline works on at once before the server should hold
+    /// new ones back (the admission limit).
+    fn max_in_flight(&self) -> usize;
+
+    /// True once every model is loaded and warmed up.
+    fn is_ready(&self) -> bool;
+}
