@@ -48,12 +48,16 @@ impl Default for SimConfig {
 }
 
 /// What happened to one frame.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FrameOutcome {
     /// When the camera produced it, ms.
     pub arrival_ms: f64,
     /// Processing delay (last result minus arrival), ms; `None` if dropped.
     pub delay_ms: Option<f64>,
+    /// Model loads its requests triggered.
+    pub loads: u32,
+    /// Busy time (loads + execution) its work took on each processor, ms.
+    pub busy_ms: Vec<f64>,
 }
 
 /// A simulation's results.
@@ -271,6 +275,8 @@ pub fn simulate(
             sim.report.frames.push(FrameOutcome {
                 arrival_ms: arrival,
                 delay_ms: None,
+                loads: 0,
+                busy_ms: vec![0.0; system.num_processors()],
             });
             sim.frames[f] = Some(FrameState {
                 arrival,
@@ -380,10 +386,13 @@ impl Sim<'_> {
             self.report.decisions += 1;
             self.report.evictions += p.evictions;
             self.report.served[i.0] += k as u64;
-            self.report.busy_ms[j.0] += p.finish_ms - p.start_ms;
+            let busy = p.finish_ms - p.start_ms;
+            self.report.busy_ms[j.0] += busy;
+            self.report.frames[f].busy_ms[j.0] += busy;
             if p.load_ms > 0.0 {
                 self.report.loads += 1;
                 self.report.load_ms += p.load_ms;
+                self.report.frames[f].loads += 1;
             }
             count -= k;
             let fs = self.frames[f]
