@@ -2,7 +2,13 @@
 //! dispatcher -> processor workers -> one result per frame. The server sees
 //! it only through [`FrameProcessor`].
 
+mod build;
 pub mod config;
+pub mod models;
+mod prep;
+pub mod runtime;
+
+pub use build::{check, start, Built};
 
 use std::time::Instant;
 
@@ -33,4 +39,12 @@ pub trait FrameProcessor: Send + Sync + 'static {
 
     /// True once every model is loaded and warmed up.
     fn is_ready(&self) -> bool;
+}
+
+/// Starts the pipeline of `cfg` for the server: engines, workers, start-up
+/// residency and warm-up; ready when this returns.
+pub fn build(
+    cfg: &crate::config::DaemonConfig,
+) -> anyhow::Result<std::sync::Arc<dyn FrameProcessor>> {
+    Ok(std::sync::Arc::new(start(cfg)?))
 }

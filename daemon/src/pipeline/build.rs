@@ -1,0 +1,215 @@
+//! From a config to a running pipeline: engines and their workers, the
+//! scheduler's system, the start-up residency (loaded and warmed up before
+//! the pipeline reports ready).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use camdnn_engine::{
+    DType, Dim, Engine, EngineKind, OrtEngine, SimEngine, SimModelSpec, Tensor, TensorInfo,
+    TractEngine, Worker,
+};
+use camdnn_policy::schedulers::fastest_hosts;
+use camdnn_policy::{Cluster, System};
+use camdnn_vision::Layout;
+
+use super::config::{ModelEntry, PipelineConfig};
+use super::models::ModelRuntime;
+use super::runtime::{self, Parts, Pipeline};
+use crate::config::DaemonConfig;
+
+/// A started pipeline and the workers it owns (kept alive with it).
+pub struct Built {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// The worker threads (shut down when dropped).
+    pub workers: Vec<Worker>,
+    /// Measured start-up load time per (model, processor) loaded.
+    pub loads: Vec<(String, String, Duration)>,
+}
+
+impl super::FrameProcessor for Built {
+    fn submit(
+        &self,
+        frame: camdnn_protocol::Frame,
+        received: std::time::Instant,
+        reply: tokio::sync::oneshot::Sender<super::Outcome>,
+    ) {
+        self.pipeline.submit(frame, received, reply)
+    }
+
+    fn max_in_flight(&self) -> usize {
+        self.pipeline.max_in_flight()
+    }
+
+    fn is_ready(&self) -> bool {
+        self.pipeline.is_ready()
+    }
+}
+
+/// Validates the pipeline part of `cfg` without starting anything: the
+/// system (profile included), every model's pre/post-processing files, and
+/// every engine's availability. Returns the system.
+pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
+    let p = &cfg.pipeline;
+    p.check()?;
+    let system = p.system(|f| cfg.resolve(f))?;
+    for m in &p.models {
+        ModelRuntime::new(m, &|f| cfg.resolve(f))?;
+        if p.processors.iter().any(|x| x.engine != EngineKind::Sim) {
+            let path = cfg.resolve(&m.path);
+            if !path.exists() {
+                bail!(
+                    "model {:?}: file {} does not exist (run scripts/setup.sh to fetch models)",
+                    m.name,
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(system)
+}
+
+/// Starts the pipeline described by `cfg`.
+pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
+    let p = &cfg.pipeline;
+    let system = check(cfg)?;
+    let models: Vec<ModelRuntime> = p
+        .models
+        .iter()
+        .map(|m| ModelRuntime::new(m, &|f| cfg.resolve(f)))
+        .collect::<anyhow::Result<_>>()?;
+    let sources: Vec<_> = p
+        .models
+        .iter()
+        .map(|m| m.source(|f| cfg.resolve(f)))
+        .collect();
+    let mut workers = Vec::new();
+    for (j, proc) in p.processors.iter().enumerate() {
+        let engine: Arc<dyn Engine> = match proc.engine {
+            EngineKind::Tract => Arc::new(TractEngine::new()),
+            EngineKind::Ort => Arc::new(OrtEngine::new(None).with_context(|| {
+                format!(
+                    "processor {:?}: ONNX Runtime (set ORT_DYLIB_PATH or run scripts/setup.sh)",
+                    proc.name
+                )
+            })?),
+            EngineKind::Sim => Arc::new(sim_engine(&system, p, j)?),
+        };
+        let w = Worker::spawn(proc.engine_config(), engine)
+            .with_context(|| format!("starting processor {:?}", proc.name))?;
+        workers.push(w);
+    }
+    let handles: Vec<_> = workers.iter().map(Worker::handle).collect();
+
+    // Start-up residency: every model on its fastest processors within N_j,
+    // loaded and warmed up (one batch-1 run) before we report ready.
+    let plan = fastest_hosts(&system);
+    let mut cluster = Cluster::new(&system);
+    cluster.preload(&system, &plan);
+    let mut loads = Vec::new();
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            if !cluster.is_resident(i, j) {
+                continue;
+            }
+            let (mname, pname) = (&system.models[i.0].name, &system.processors[j.0].name);
+            let report = handles[j.0]
+                .load_blocking(sources[i.0].clone())
+                .with_context(|| format!("loading {mname} on {pname}"))?;
+            loads.push((
+                mname.clone(),
+                pname.clone(),
+                report.finished.duration_since(report.started),
+            ));
+            let warm = warm_up_input(&p.models[i.0]);
+            handles[j.0]
+                .run_blocking(mname, vec![warm])
+                .with_context(|| format!("warming up {mname} on {pname}"))?;
+        }
+    }
+    let pipeline = runtime::start(Parts {
+        system,
+        models,
+        sources,
+        workers: handles,
+        cluster,
+        global: None,
+        wait_ms: p.wait_ms,
+        epoch_ms: p.epoch_ms,
+        max_in_flight: p.max_in_flight,
+        prep_threads: p.prep_threads,
+    });
+    Ok(Built {
+        pipeline,
+        workers,
+        loads,
+    })
+}
+
+/// A batch-1 input of the model's configured size (zeros).
+fn warm_up_input(m: &ModelEntry) -> Tensor {
+    Tensor::zeros("", DType::F32, input_shape(m, 1))
+}
+
+fn input_shape(m: &ModelEntry, batch: usize) -> Vec<usize> {
+    let (w, h) = (m.input.width as usize, m.input.height as usize);
+    match m.input.norm.layout {
+        Layout::Nchw => vec![batch, 3, h, w],
+        Layout::Nhwc => vec![batch, h, w, 3],
+    }
+}
+
+/// The sim engine for processor `j`: each supported model sleeps for its
+/// profiled t_e / t_l and returns zeros of its configured `sim_outputs`.
+fn sim_engine(system: &System, p: &PipelineConfig, j: usize) -> anyhow::Result<SimEngine> {
+    let mut specs = HashMap::new();
+    let pj = camdnn_policy::ProcId(j);
+    for (i, m) in p.models.iter().enumerate() {
+        let mi = camdnn_policy::ModelId(i);
+        if !system.supports(mi, pj) {
+            continue;
+        }
+        if m.sim_outputs.is_empty() {
+            bail!(
+                "model {:?} runs on sim processor {:?} but has no sim_outputs",
+                m.name,
+                p.processors[j].name
+            );
+        }
+        let shape = input_shape(m, 1);
+        let inputs = vec![TensorInfo {
+            name: "input".into(),
+            dtype: DType::F32,
+            shape: std::iter::once(Dim::Batch)
+                .chain(shape[1..].iter().map(|&d| Dim::Fixed(d)))
+                .collect(),
+        }];
+        let outputs = m
+            .sim_outputs
+            .iter()
+            .map(|(name, dims)| TensorInfo {
+                name: name.clone(),
+                dtype: DType::F32,
+                shape: std::iter::once(Dim::Batch)
+                    .chain(dims.iter().map(|&d| Dim::Fixed(d)))
+                    .collect(),
+            })
+            .collect();
+        let ms = |t: f64| Duration::from_secs_f64(t / 1e3);
+        specs.insert(
+            m.name.clone(),
+            SimModelSpec {
+                inputs,
+                outputs,
+                load_time: ms(system.load_ms(mi, pj)),
+                exec_time: (1..=system.max_batch_on(mi, pj))
+                    .map(|k| ms(system.exec_ms(mi, pj, k)))
+                    .collect(),
+            },
+        );
+    }
+    Ok(SimEngine::new(specs))
+}

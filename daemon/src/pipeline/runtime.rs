@@ -1,0 +1,812 @@
+//! The scheduler thread: one actor owning the policy state (cluster, batcher,
+//! frames in flight). Typed events come in from the server, the preparation
+//! pool and the processors' workers; decisions go out as commands to the
+//! workers. Nothing here blocks on inference.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
+use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
+use camdnn_policy::schedulers::best_resident_batch;
+use camdnn_policy::{
+    choose_host, repair, Cluster, GlobalPolicy, HostRule, ModelId, PlanInput, ProcId, System,
+};
+use camdnn_protocol::{
+    BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
+    Timing,
+};
+use camdnn_vision::{BBox, RgbImage, Transform};
+use tokio::sync::oneshot;
+
+use super::models::{Decoded, ModelRuntime};
+use super::prep::{CropSpec, Job, PrepPool, Prepared};
+use super::{FrameProcessor, Outcome};
+
+/// Messages to the scheduler thread.
+pub enum Event {
+    /// A frame from the server.
+    Submit {
+        /// The frame.
+        frame: Frame,
+        /// When the server had read it.
+        received: Instant,
+        /// Where its outcome goes.
+        reply: oneshot::Sender<Outcome>,
+    },
+    /// Output of the preparation pool.
+    Prepared(Prepared),
+    /// A batch finished on a processor.
+    BatchDone {
+        /// Batch id.
+        batch: u64,
+        /// What the worker reported.
+        result: Result<RunReport, EngineError>,
+    },
+    /// Stop: answer what is left and end the thread.
+    Shutdown,
+}
+
+/// The pipeline as the server holds it.
+pub struct Pipeline {
+    tx: mpsc::Sender<Event>,
+    max_in_flight: usize,
+    ready: Arc<AtomicBool>,
+    in_flight: Arc<AtomicUsize>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl FrameProcessor for Pipeline {
+    fn submit(&self, frame: Frame, received: Instant, reply: oneshot::Sender<Outcome>) {
+        if let Err(mpsc::SendError(Event::Submit { reply, .. })) = self.tx.send(Event::Submit {
+            frame,
+            received,
+            reply,
+        }) {
+            let _ = reply.send(Outcome::Dropped(DropReason::ShuttingDown));
+        }
+    }
+
+    fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}
+
+impl Pipeline {
+    /// Frames submitted and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Answers every frame still in flight with a drop notice, stops the
+    /// workers and waits for the scheduler thread.
+    pub fn shutdown(&self) {
+        let _ = self.tx.send(Event::Shutdown);
+        if let Some(t) = self.thread.lock().ok().and_then(|mut g| g.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Everything the scheduler thread starts with.
+pub struct Parts {
+    /// The scheduler's view of the board.
+    pub system: System,
+    /// Per model: pre/post-processing.
+    pub models: Vec<ModelRuntime>,
+    /// Per model: how the engines load it.
+    pub sources: Vec<ModelSource>,
+    /// Per processor: its worker.
+    pub workers: Vec<WorkerHandle>,
+    /// Residency after start-up (already loaded and warmed up).
+    pub cluster: Cluster,
+    /// The optional learned global policy.
+    pub global: Option<Box<dyn GlobalPolicy + Send>>,
+    /// WaitTime, ms.
+    pub wait_ms: f64,
+    /// Global step interval, ms.
+    pub epoch_ms: f64,
+    /// Frames processed at once.
+    pub max_in_flight: usize,
+    /// Threads of the preparation pool.
+    pub prep_threads: usize,
+}
+
+/// Starts the scheduler thread and returns the pipeline handle.
+pub fn start(parts: Parts) -> Pipeline {
+    let (tx, rx) = mpsc::channel();
+    let ready = Arc::new(AtomicBool::new(true));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
+    let prep = PrepPool::start(parts.prep_threads, inputs, tx.clone());
+    let nm_np = parts.system.num_models() * parts.system.num_processors();
+    let loaded = parts.cluster.residency().to_vec();
+    debug_assert_eq!(loaded.len(), nm_np);
+    let max_in_flight = parts.max_in_flight;
+    let mut actor = Actor {
+        start: Instant::now(),
+        batcher: SyncBatcher::new(parts.wait_ms),
+        next_epoch: parts.epoch_ms,
+        epoch_ms: parts.epoch_ms,
+        last_scene: vec![0; parts.system.num_models()],
+        frames_this_epoch: 0,
+        system: parts.system,
+        models: parts.models,
+        sources: parts.sources,
+        workers: parts.workers,
+        cluster: parts.cluster,
+        global: parts.global,
+        loaded,
+        frames: HashMap::new(),
+        queues: HashMap::new(),
+        batches: HashMap::new(),
+        next_frame: 0,
+        next_batch: 0,
+        tx: tx.clone(),
+        prep,
+        in_flight: Arc::clone(&in_flight),
+    };
+    let thread = std::thread::Builder::new()
+        .name("camdnn-scheduler".into())
+        .spawn(move || actor.run(rx))
+        .expect("spawning the scheduler thread");
+    Pipeline {
+        tx,
+        max_in_flight,
+        ready,
+        in_flight,
+        thread: std::sync::Mutex::new(Some(thread)),
+    }
+}
+
+struct Item {
+    frame: u64,
+    object: usize,
+    tensor: Tensor,
+}
+
+struct BatchMeta {
+    model: ModelId,
+    proc: ProcId,
+    items: Vec<(u64, usize)>,
+    expected_finish: f64,
+    dispatched: Instant,
+}
+
+struct ObjectState {
+    bbox: BBox,
+    class: String,
+    score: f32,
+    outputs: Vec<Output>,
+}
+
+struct FrameState {
+    stream_id: u32,
+    seq: u64,
+    received: Instant,
+    deadline: Option<Instant>,
+    reply: oneshot::Sender<Outcome>,
+    image: Option<Arc<RgbImage>>,
+    transform: Option<Transform>,
+    objects: Vec<ObjectState>,
+    pending: usize,
+    first_start: Option<Instant>,
+    detect_us: u32,
+    detect_done: Option<Instant>,
+}
+
+/// Index used for the detector's own item (it has no object).
+const WHOLE_FRAME: usize = usize::MAX;
+
+struct Actor {
+    start: Instant,
+    system: System,
+    models: Vec<ModelRuntime>,
+    sources: Vec<ModelSource>,
+    workers: Vec<WorkerHandle>,
+    cluster: Cluster,
+    batcher: SyncBatcher,
+    global: Option<Box<dyn GlobalPolicy + Send>>,
+    loaded: Vec<bool>,
+    frames: HashMap<u64, FrameState>,
+    queues: HashMap<(u64, ModelId), VecDeque<Item>>,
+    batches: HashMap<u64, BatchMeta>,
+    next_frame: u64,
+    next_batch: u64,
+    next_epoch: f64,
+    epoch_ms: f64,
+    last_scene: Vec<u32>,
+    frames_this_epoch: u64,
+    tx: mpsc::Sender<Event>,
+    prep: PrepPool,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Actor {
+    fn now_ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e3
+    }
+
+    fn run(&mut self, rx: mpsc::Receiver<Event>) {
+        loop {
+            let now = self.now_ms();
+            let mut wake = self.batcher.next_deadline().unwrap_or(f64::INFINITY);
+            if self.global.is_some() {
+                wake = wake.min(self.next_epoch);
+            }
+            let timeout = if wake.is_finite() {
+                Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3)
+            } else {
+                Duration::from_secs(3600)
+            };
+            match rx.recv_timeout(timeout) {
+                Ok(Event::Shutdown) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Ok(ev) => self.handle(ev),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let now = self.now_ms();
+            let mut due = Vec::new();
+            self.batcher.expire(now, &mut due);
+            for f in due {
+                self.flush(f);
+            }
+            if self.global.is_some() && now >= self.next_epoch {
+                self.global_step(now);
+                self.next_epoch = now + self.epoch_ms;
+            }
+        }
+        for (_, f) in self.frames.drain() {
+            let _ = f.reply.send(Outcome::Dropped(DropReason::ShuttingDown));
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        for w in &self.workers {
+            let _ = w.send(camdnn_engine::Command::Shutdown);
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Submit {
+                frame,
+                received,
+                reply,
+            } => self.submit(frame, received, reply),
+            Event::Prepared(p) => self.prepared(p),
+            Event::BatchDone { batch, result } => self.batch_done(batch, result),
+            Event::Shutdown => {}
+        }
+    }
+
+    fn submit(&mut self, frame: Frame, received: Instant, reply: oneshot::Sender<Outcome>) {
+        let id = self.next_frame;
+        self.next_frame += 1;
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.frames_this_epoch += 1;
+        metrics::counter!("camdnn_pipeline_frames_total").increment(1);
+        let deadline = frame.deadline.map(|d| match d {
+            Deadline::RelativeUs(us) => received + Duration::from_micros(us),
+            Deadline::AbsoluteUs(us) => {
+                let now_us = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                if us <= now_us {
+                    received
+                } else {
+                    Instant::now() + Duration::from_micros(us - now_us)
+                }
+            }
+        });
+        let mut state = FrameState {
+            stream_id: frame.stream_id,
+            seq: frame.seq,
+            received,
+            deadline,
+            reply,
+            image: None,
+            transform: None,
+            objects: Vec::new(),
+            pending: 1,
+            first_start: None,
+            detect_us: 0,
+            detect_done: None,
+        };
+        let root = self
+            .system
+            .roots()
+            .next()
+            .expect("a validated system has a detector");
+        match &frame.detections {
+            Some(dets) => {
+                let mut crops = Vec::new();
+                for (n, d) in dets.iter().enumerate() {
+                    let class = match &d.class {
+                        ClassRef::Name(s) => s.clone(),
+                        ClassRef::Id(i) => i.to_string(),
+                    };
+                    let bbox = BBox::new(d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1);
+                    if let Some(m) = self.system.route(&class) {
+                        crops.push(CropSpec {
+                            object: n,
+                            model: m,
+                            bbox,
+                            rotate: false,
+                        });
+                    }
+                    state.objects.push(ObjectState {
+                        bbox,
+                        class,
+                        score: d.score,
+                        outputs: Vec::new(),
+                    });
+                }
+                self.expect_crops(id, &crops);
+                self.note_scene(&crops);
+                self.frames.insert(id, state);
+                self.prep.send(Job::DecodeAndCrop {
+                    frame: id,
+                    raw: frame,
+                    crops,
+                });
+            }
+            None => {
+                self.frames.insert(id, state);
+                self.prep.send(Job::Detect {
+                    frame: id,
+                    raw: frame,
+                    model: root,
+                });
+            }
+        }
+    }
+
+    fn expect_crops(&mut self, frame: u64, crops: &[CropSpec]) {
+        for m in self.system.model_ids() {
+            let n = crops.iter().filter(|c| c.model == m).count() as u32;
+            self.batcher.expect(frame, m, n);
+        }
+    }
+
+    fn note_scene(&mut self, crops: &[CropSpec]) {
+        for m in self.system.request_models() {
+            self.last_scene[m.0] = crops.iter().filter(|c| c.model == m).count() as u32;
+        }
+    }
+
+    fn prepared(&mut self, p: Prepared) {
+        match p {
+            Prepared::Invalid {
+                frame,
+                reason,
+                message,
+            } => {
+                self.finish(frame, Some(Outcome::Rejected(reason, message)));
+            }
+            Prepared::DetectorInput {
+                frame,
+                image,
+                tensor,
+                transform,
+            } => {
+                let Some(f) = self.frames.get_mut(&frame) else {
+                    return;
+                };
+                f.image = Some(image);
+                f.transform = Some(transform);
+                // The preparation's pending unit becomes the detector request's.
+                let root = self.system.roots().next().expect("a detector");
+                self.queues
+                    .entry((frame, root))
+                    .or_default()
+                    .push_back(Item {
+                        frame,
+                        object: WHOLE_FRAME,
+                        tensor,
+                    });
+                self.dispatch(frame, root, 1);
+            }
+            Prepared::Crops {
+                frame,
+                image,
+                items,
+            } => {
+                let Some(f) = self.frames.get_mut(&frame) else {
+                    return;
+                };
+                f.image.get_or_insert(image);
+                f.pending -= 1;
+                let now = self.now_ms();
+                for (spec, tensor) in items {
+                    match tensor {
+                        Ok(tensor) => {
+                            if let Some(f) = self.frames.get_mut(&frame) {
+                                f.pending += 1;
+                            }
+                            self.queues
+                                .entry((frame, spec.model))
+                                .or_default()
+                                .push_back(Item {
+                                    frame,
+                                    object: spec.object,
+                                    tensor,
+                                });
+                            let target =
+                                best_resident_batch(&self.system, &self.cluster, spec.model);
+                            if let Some(fl) = self.batcher.arrive(now, frame, spec.model, target) {
+                                self.flush(fl);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(frame, object = spec.object, error = %e, "crop failed; object left unclassified");
+                            metrics::counter!("camdnn_crop_failures_total").increment(1);
+                            // The batcher still counts this request: release what waits.
+                            if let Some(fl) = self.batcher.arrive(now, frame, spec.model, 0) {
+                                self.flush(fl);
+                            }
+                        }
+                    }
+                }
+                self.maybe_complete(frame);
+            }
+        }
+    }
+
+    fn flush(&mut self, fl: Flush) {
+        let reason = match fl.reason {
+            FlushReason::Full => "full",
+            FlushReason::Complete => "complete",
+            FlushReason::Timer => "timer",
+        };
+        metrics::counter!("camdnn_batch_flushes_total", "reason" => reason).increment(1);
+        let waiting = self
+            .queues
+            .get(&(fl.frame, fl.model))
+            .map_or(0, VecDeque::len);
+        self.dispatch(fl.frame, fl.model, waiting);
+    }
+
+    /// Places up to `count` queued requests of (frame, model), batch by batch.
+    fn dispatch(&mut self, frame: u64, model: ModelId, count: usize) {
+        if let Some(f) = self.frames.get(&frame) {
+            if f.deadline.is_some_and(|d| Instant::now() > d) {
+                self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
+                return;
+            }
+        }
+        let mut left = count;
+        while left > 0 {
+            let now = self.now_ms();
+            let t0 = Instant::now();
+            let Some(d) = choose_host(
+                &self.system,
+                &self.cluster,
+                HostRule::PerRequest,
+                now,
+                model,
+                left,
+            ) else {
+                tracing::error!(model = %self.system.models[model.0].name, "no processor can host the model");
+                self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
+                return;
+            };
+            let k = d.batch.min(self.system.max_batch_on(model, d.proc)).max(1);
+            metrics::histogram!("camdnn_dispatch_decision_seconds")
+                .record(t0.elapsed().as_secs_f64());
+            let placement = self.cluster.run(&self.system, now, model, d.proc, k);
+            self.sync_residency(d.proc);
+            let Some(queue) = self.queues.get_mut(&(frame, model)) else {
+                return;
+            };
+            let items: Vec<Item> = queue.drain(..k.min(queue.len())).collect();
+            if queue.is_empty() {
+                self.queues.remove(&(frame, model));
+            }
+            if items.is_empty() {
+                return;
+            }
+            left = left.saturating_sub(items.len());
+            self.send_batch(model, d.proc, items, placement.finish_ms);
+        }
+    }
+
+    fn send_batch(&mut self, model: ModelId, proc: ProcId, items: Vec<Item>, expected_finish: f64) {
+        let id = self.next_batch;
+        self.next_batch += 1;
+        let tensors: Vec<Tensor> = items.iter().map(|i| i.tensor.clone()).collect();
+        let keys: Vec<(u64, usize)> = items.iter().map(|i| (i.frame, i.object)).collect();
+        let now = Instant::now();
+        for (f, _) in &keys {
+            if let Some(fs) = self.frames.get_mut(f) {
+                fs.first_start.get_or_insert(now);
+            }
+        }
+        let name = self.system.models[model.0].name.clone();
+        let pname = self.system.processors[proc.0].name.clone();
+        metrics::histogram!("camdnn_batch_size", "model" => name.clone(), "processor" => pname)
+            .record(keys.len() as f64);
+        let batch = match Tensor::concat_batch(&tensors) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(model = %name, error = %e, "cannot form a batch");
+                for (f, _) in keys {
+                    self.finish(f, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
+                }
+                return;
+            }
+        };
+        let tx = self.tx.clone();
+        let reply = Reply::new(move |result| {
+            let _ = tx.send(Event::BatchDone { batch: id, result });
+        });
+        self.batches.insert(
+            id,
+            BatchMeta {
+                model,
+                proc,
+                items: keys,
+                expected_finish,
+                dispatched: now,
+            },
+        );
+        if let Err(e) = self.workers[proc.0].run(name, vec![batch], reply) {
+            tracing::error!(error = %e, "worker is gone");
+            let _ = self.tx.send(Event::BatchDone {
+                batch: id,
+                result: Err(e),
+            });
+        }
+    }
+
+    /// Makes the workers' resident models follow the cluster's residency on `j`.
+    fn sync_residency(&mut self, j: ProcId) {
+        let np = self.system.num_processors();
+        for i in self.system.model_ids() {
+            let want = self.cluster.is_resident(i, j);
+            let idx = i.0 * np + j.0;
+            if want == self.loaded[idx] {
+                continue;
+            }
+            self.loaded[idx] = want;
+            let worker = &self.workers[j.0];
+            let model = self.system.models[i.0].name.clone();
+            let proc = self.system.processors[j.0].name.clone();
+            if want {
+                metrics::counter!("camdnn_model_loads_total", "model" => model.clone(), "processor" => proc.clone()).increment(1);
+                let (m2, p2) = (model.clone(), proc.clone());
+                let reply = Reply::new(move |r: Result<camdnn_engine::LoadReport, EngineError>| {
+                    match r {
+                    Ok(rep) => metrics::histogram!("camdnn_model_load_seconds", "model" => m2, "processor" => p2)
+                        .record(rep.finished.duration_since(rep.started).as_secs_f64()),
+                    Err(e) => tracing::error!(model = %m2, processor = %p2, error = %e, "model load failed"),
+                }
+                });
+                let _ = worker.load(self.sources[i.0].clone(), reply);
+            } else {
+                let _ = worker.unload(model, Reply::new(|_| {}));
+            }
+            metrics::gauge!("camdnn_resident_models", "processor" => proc)
+                .set(self.cluster.resident_count(j) as f64);
+        }
+    }
+
+    fn batch_done(&mut self, batch: u64, result: Result<RunReport, EngineError>) {
+        let Some(meta) = self.batches.remove(&batch) else {
+            return;
+        };
+        let now = self.now_ms();
+        self.cluster
+            .correct_finish(meta.proc, meta.expected_finish, now);
+        let pname = &self.system.processors[meta.proc.0].name;
+        metrics::gauge!("camdnn_processor_rem_ms", "processor" => pname.clone())
+            .set(self.cluster.rem_ms(meta.proc, now));
+        let report = match result {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(model = %self.system.models[meta.model.0].name, processor = %pname, error = %e, "batch failed");
+                for (f, _) in meta.items {
+                    self.finish(f, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
+                }
+                return;
+            }
+        };
+        metrics::histogram!("camdnn_processor_busy_seconds", "processor" => pname.clone())
+            .record(report.exec_time().as_secs_f64());
+        metrics::histogram!("camdnn_batch_queue_seconds")
+            .record(report.started.duration_since(meta.dispatched).as_secs_f64());
+        let mut frames_touched = Vec::new();
+        for (n, (frame, object)) in meta.items.into_iter().enumerate() {
+            if !self.frames.contains_key(&frame) {
+                continue; // answered already (deadline, failure)
+            }
+            let outputs: Result<Vec<Tensor>, EngineError> =
+                report.outputs.iter().map(|t| t.slice_batch(n, 1)).collect();
+            let transform = self.frames[&frame]
+                .transform
+                .unwrap_or(Transform::identity(1, 1));
+            let decoded = outputs
+                .map_err(anyhow::Error::from)
+                .and_then(|o| self.models[meta.model.0].decoder.decode(&o, &transform));
+            match decoded {
+                Err(e) => {
+                    tracing::warn!(frame, model = %self.system.models[meta.model.0].name, error = %format!("{e:#}"), "cannot read outputs");
+                    self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
+                    continue;
+                }
+                Ok(Decoded::Objects(found)) => {
+                    let f = self.frames.get_mut(&frame).expect("checked above");
+                    f.detect_us = report.exec_time().as_micros() as u32;
+                    f.detect_done = Some(report.finished);
+                    let mut crops = Vec::new();
+                    for (k, o) in found.into_iter().enumerate() {
+                        let b = o.detection.bbox;
+                        if let Some(m) = self.system.route(&o.class) {
+                            if self.system.models[m.0].parent == Some(meta.model) {
+                                crops.push(CropSpec {
+                                    object: k,
+                                    model: m,
+                                    bbox: b,
+                                    rotate: false,
+                                });
+                            }
+                        }
+                        f.objects.push(ObjectState {
+                            bbox: b,
+                            class: o.class,
+                            score: o.detection.score,
+                            outputs: Vec::new(),
+                        });
+                    }
+                    self.start_crops(frame, crops);
+                }
+                Ok(Decoded::Output { value, rotate }) => {
+                    let f = self.frames.get_mut(&frame).expect("checked above");
+                    let model = &self.system.models[meta.model.0];
+                    let bbox = f.objects[object].bbox;
+                    f.objects[object].outputs.push(Output {
+                        model: model.name.clone(),
+                        value,
+                    });
+                    let crops: Vec<CropSpec> = model
+                        .children
+                        .iter()
+                        .map(|&c| CropSpec {
+                            object,
+                            model: c,
+                            bbox,
+                            rotate,
+                        })
+                        .collect();
+                    self.start_crops(frame, crops);
+                }
+            }
+            if let Some(f) = self.frames.get_mut(&frame) {
+                f.pending -= 1;
+            }
+            frames_touched.push(frame);
+        }
+        for f in frames_touched {
+            self.maybe_complete(f);
+        }
+    }
+
+    fn start_crops(&mut self, frame: u64, crops: Vec<CropSpec>) {
+        if crops.is_empty() {
+            return;
+        }
+        let Some(f) = self.frames.get_mut(&frame) else {
+            return;
+        };
+        let Some(image) = f.image.clone() else { return };
+        f.pending += 1;
+        self.expect_crops(frame, &crops);
+        if self.system.models[crops[0].model.0].level == 1 {
+            self.note_scene(&crops);
+        }
+        self.prep.send(Job::Crop {
+            frame,
+            image,
+            crops,
+        });
+    }
+
+    fn maybe_complete(&mut self, frame: u64) {
+        if self.frames.get(&frame).is_some_and(|f| f.pending == 0) {
+            self.finish(frame, None);
+        }
+    }
+
+    /// Answers a frame: with `outcome`, or with its result when `None`.
+    fn finish(&mut self, frame: u64, outcome: Option<Outcome>) {
+        let Some(f) = self.frames.remove(&frame) else {
+            return;
+        };
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.batcher.forget_frame(frame);
+        self.queues.retain(|(fr, _), _| *fr != frame);
+        let outcome = outcome.unwrap_or_else(|| {
+            let done = Instant::now();
+            let total = done.duration_since(f.received);
+            let queue = f
+                .first_start
+                .map_or(Duration::ZERO, |s| s.duration_since(f.received));
+            let classify = f.detect_done.map_or(total.saturating_sub(queue), |d| {
+                done.saturating_duration_since(d)
+            });
+            metrics::histogram!("camdnn_pipeline_seconds", "stage" => "total")
+                .record(total.as_secs_f64());
+            metrics::histogram!("camdnn_pipeline_seconds", "stage" => "classify")
+                .record(classify.as_secs_f64());
+            Outcome::Done(FrameResult {
+                stream_id: f.stream_id,
+                seq: f.seq,
+                timing: Timing {
+                    queue_us: us(queue),
+                    detect_us: f.detect_us,
+                    classify_us: us(classify),
+                    total_us: us(total),
+                },
+                objects: f
+                    .objects
+                    .into_iter()
+                    .map(|o| ObjectResult {
+                        bbox: WireBox {
+                            x0: o.bbox.x0,
+                            y0: o.bbox.y0,
+                            x1: o.bbox.x1,
+                            y1: o.bbox.y1,
+                        },
+                        class: ClassRef::Name(o.class),
+                        score: o.score,
+                        outputs: o.outputs,
+                    })
+                    .collect(),
+            })
+        });
+        let _ = f.reply.send(outcome);
+    }
+
+    fn global_step(&mut self, now: f64) {
+        let Some(policy) = self.global.as_mut() else {
+            return;
+        };
+        let t0 = Instant::now();
+        let rem = self.cluster.rem_all(now);
+        let residency = self.cluster.residency().to_vec();
+        let input = PlanInput {
+            scene: &self.last_scene,
+            rem_ms: &rem,
+            residency: &residency,
+            frames_per_epoch: (self.frames_this_epoch as f64).max(1.0),
+        };
+        let plan = policy.plan(&self.system, &input);
+        match repair(&self.system, &input, &plan) {
+            Ok(plan) => {
+                let loads = self.cluster.apply_residency(&self.system, now, &plan);
+                for j in self.system.proc_ids() {
+                    self.sync_residency(j);
+                }
+                metrics::counter!("camdnn_global_step_reallocations_total").increment(loads as u64);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "global step found no feasible plan; keeping residency")
+            }
+        }
+        self.frames_this_epoch = 0;
+        metrics::histogram!("camdnn_global_step_seconds").record(t0.elapsed().as_secs_f64());
+    }
+}
+
+fn us(d: Duration) -> u32 {
+    d.as_micros().min(u32::MAX as u128) as u32
+}

@@ -1,0 +1,142 @@
+//! The real pipeline (scheduler thread, preparation pool, workers) on the sim
+//! engine with the shipped simulated-RB5 config: every frame is answered,
+//! every routed object gets its classifier's output.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bytes::Bytes;
+use camdnn_daemon::config::DaemonConfig;
+use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
+use camdnn_protocol::{BBox, ClassRef, Frame, OutputValue, PixelFormat, UpstreamDetection};
+use tokio::sync::oneshot;
+
+fn config() -> DaemonConfig {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../config/camdnnd-sim.toml");
+    DaemonConfig::load(&path).unwrap()
+}
+
+fn frame(seq: u64, objects: &[(&str, f32)]) -> Frame {
+    let (w, h) = (64u32, 48u32);
+    let detections = objects
+        .iter()
+        .enumerate()
+        .map(|(n, &(class, score))| UpstreamDetection {
+            bbox: BBox {
+                x0: n as f32,
+                y0: 2.0,
+                x1: n as f32 + 20.0,
+                y1: 30.0,
+            },
+            class: ClassRef::Name(class.into()),
+            score,
+        })
+        .collect();
+    Frame {
+        stream_id: 7,
+        seq,
+        capture_ts_us: 0,
+        width: w,
+        height: h,
+        pixel_format: PixelFormat::Rgb24,
+        priority: None,
+        deadline: None,
+        detections: Some(detections),
+        payload: Bytes::from(vec![100u8; (w * h * 3) as usize]),
+    }
+}
+
+fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
+    let (tx, rx) = oneshot::channel();
+    p.submit(f, Instant::now(), tx);
+    rx
+}
+
+#[test]
+fn upstream_detections_are_classified_by_their_routed_models() {
+    let built = pipeline::start(&config()).unwrap();
+    assert!(built.pipeline.is_ready());
+    let objects = [
+        ("person", 0.9),
+        ("car", 0.8),
+        ("car", 0.7),
+        ("bicycle", 0.6),
+        ("dog", 0.5),
+    ];
+    let rxs: Vec<_> = (0..6)
+        .map(|s| submit(&built.pipeline, frame(s, &objects)))
+        .collect();
+    for (s, rx) in rxs.into_iter().enumerate() {
+        let Outcome::Done(r) = rx.blocking_recv().unwrap() else {
+            panic!("frame {s} not processed")
+        };
+        assert_eq!((r.stream_id, r.seq), (7, s as u64));
+        assert_eq!(r.objects.len(), 5);
+        let models: Vec<Vec<&str>> = r
+            .objects
+            .iter()
+            .map(|o| o.outputs.iter().map(|x| x.model.as_str()).collect())
+            .collect();
+        assert_eq!(
+            models,
+            [
+                vec!["inception_v1"],
+                vec!["squeezenet"],
+                vec!["squeezenet"],
+                vec!["mobilenet_v1"],
+                vec![]
+            ]
+        );
+        for o in &r.objects[..4] {
+            let OutputValue::TopK(labels) = &o.outputs[0].value else {
+                panic!("top-k expected")
+            };
+            assert_eq!(labels.len(), 3);
+        }
+        assert!(r.timing.total_us >= r.timing.classify_us);
+        assert!(r.timing.total_us > 0);
+    }
+    assert_eq!(built.pipeline.in_flight(), 0);
+}
+
+#[test]
+fn frames_without_detections_run_the_detector() {
+    let built = pipeline::start(&config()).unwrap();
+    let mut f = frame(1, &[]);
+    f.detections = None;
+    let Outcome::Done(r) = submit(&built.pipeline, f).blocking_recv().unwrap() else {
+        panic!()
+    };
+    // The sim detector returns zeros: nothing scores above the threshold.
+    assert!(r.objects.is_empty());
+    assert!(r.timing.detect_us > 0, "{:?}", r.timing);
+}
+
+#[test]
+fn undecodable_frames_are_rejected_and_others_still_served() {
+    let built = pipeline::start(&config()).unwrap();
+    let mut bad = frame(1, &[("person", 0.9)]);
+    bad.pixel_format = PixelFormat::Jpeg;
+    bad.payload = Bytes::from_static(b"not a jpeg at all");
+    let bad_rx = submit(&built.pipeline, bad);
+    let good_rx = submit(&built.pipeline, frame(2, &[("person", 0.9)]));
+    match bad_rx.blocking_recv().unwrap() {
+        Outcome::Rejected(_, msg) => assert!(!msg.is_empty()),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert!(matches!(good_rx.blocking_recv().unwrap(), Outcome::Done(_)));
+}
+
+#[test]
+fn shutdown_answers_every_frame_in_flight() {
+    let built = pipeline::start(&config()).unwrap();
+    let many: Vec<(&str, f32)> = (0..20).map(|_| ("person", 0.9)).collect();
+    let rxs: Vec<_> = (0..5)
+        .map(|s| submit(&built.pipeline, frame(s, &many)))
+        .collect();
+    built.pipeline.shutdown();
+    for rx in rxs {
+        let o = rx.blocking_recv().expect("every frame is answered");
+        assert!(matches!(o, Outcome::Done(_) | Outcome::Dropped(_)), "{o:?}");
+    }
+}
