@@ -1,2 +1,27 @@
 //! Offline side of camdnn's global step: the exact ILP oracle, demonstration
 //! generation, imitation training and ONNX export. Never linked by the daemon.
+//!
+//! Map of the crate:
+//! - [`oracle`]: the corrected ILP of the design brief (Sec. 4), solved with
+//!   HiGHS through `good_lp`, and [`oracle::IlpPolicy`], a
+//!   [`camdnn_policy::GlobalPolicy`] backed by it;
+//! - [`brute`]: an exhaustive enumerator of the same problem, the ILP's
+//!   independent check on tiny instances;
+//! - [`demos`]: optimal demonstrations over scene complexities, in parallel,
+//!   deterministic for a seed and resumable;
+//! - [`train`] / [`export`]: imitation training of the policy MLP (candle),
+//!   its fidelity evaluation, and ONNX + sidecar export;
+//! - [`rng`]: the small, version-stable random generator the demos use.
+
+#![warn(missing_docs)]
+
+pub mod brute;
+pub mod demos;
+mod error;
+pub mod export;
+pub mod oracle;
+pub mod rng;
+pub mod train;
+
+pub use error::{BruteError, DemoError, OracleError};
+pub use oracle::{solve, IlpPolicy, IlpSolution, OracleOptions, SolveStatus};

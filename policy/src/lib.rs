@@ -9,6 +9,7 @@
 //! - [`batcher`]: the sync-timer batcher; [`dispatch`]: Algorithm 1's host choice;
 //! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
+//! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
 //! - [`sim`]: the discrete-event simulator and its traces.
 
@@ -18,7 +19,9 @@ pub mod batcher;
 mod cluster;
 pub mod dispatch;
 mod error;
+pub mod features;
 pub mod heft_dag;
+pub mod mlp;
 pub mod plan;
 pub mod rank;
 pub mod rng;

@@ -1,0 +1,212 @@
+//! ONNX export of a trained policy network (onnx-protobuf) and its JSON
+//! sidecar ([`camdnn_policy::mlp::Sidecar`]).
+//!
+//! Graph (opset 13, float32): `x` [1, F] -> Sub(mean) -> Div(std) ->
+//! (Gemm -> Relu) per hidden layer -> two Gemm heads; the classifier head
+//! ends in Sigmoid (`prob`, P(b > 0)), the regressor head is `count`. Both
+//! outputs are [1, S], S = number of slots.
+
+use camdnn_policy::mlp::{OutputSpec, Sidecar, TrainingInfo, SIDECAR_FORMAT};
+use onnx_protobuf::{
+    tensor_proto::DataType, tensor_shape_proto::Dimension, type_proto, GraphProto, Message,
+    ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto,
+};
+
+use crate::train::{Dense, TrainedModel};
+
+/// Name of the input tensor.
+pub const INPUT: &str = "x";
+/// Name of the probability output.
+pub const PROB: &str = "prob";
+/// Name of the count output.
+pub const COUNT: &str = "count";
+
+/// The decoding, as written into the sidecar.
+pub const DECODING: &str = "per slot model@proc#k: b_k = max(1, round(count)) capped at floor(r_i / k) when prob >= threshold, else 0; a(i,j) = 1 where any b_k(i,j) > 0, detector resident on its fastest processor; share decoding: n(i,j) = sum_k k b_k(i,j) read as request shares, rescaled to r_i by largest remainder, each pair batched by its min-cost composition; then camdnn_policy::repair (always) and, if local_search, optimal re-batching per pair plus request moves between hosts, keeping the lower makespan";
+
+/// Why export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The model file is inconsistent.
+    #[error("model: {0}")]
+    Model(String),
+    /// Protobuf encoding failed.
+    #[error("protobuf: {0}")]
+    Protobuf(#[from] protobuf::Error),
+    /// JSON encoding failed.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn tensor(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
+    let mut t = TensorProto::new();
+    t.name = name.to_string();
+    t.dims = dims.iter().map(|&d| d as i64).collect();
+    t.data_type = DataType::FLOAT as i32;
+    t.float_data = data.to_vec();
+    t
+}
+
+fn value_info(name: &str, dims: &[usize]) -> ValueInfoProto {
+    let mut shape = TensorShapeProto::new();
+    for &d in dims {
+        let mut dim = Dimension::new();
+        dim.set_dim_value(d as i64);
+        shape.dim.push(dim);
+    }
+    let mut tt = type_proto::Tensor::new();
+    tt.elem_type = DataType::FLOAT as i32;
+    tt.shape = protobuf::MessageField::some(shape);
+    let mut ty = TypeProto::new();
+    ty.value = Some(type_proto::Value::TensorType(tt));
+    let mut v = ValueInfoProto::new();
+    v.name = name.to_string();
+    v.type_ = protobuf::MessageField::some(ty);
+    v
+}
+
+fn node(op: &str, name: &str, inputs: &[&str], output: &str) -> NodeProto {
+    let mut n = NodeProto::new();
+    n.op_type = op.to_string();
+    n.name = name.to_string();
+    n.input = inputs.iter().map(|s| s.to_string()).collect();
+    n.output = vec![output.to_string()];
+    n
+}
+
+fn check(d: &Dense, inputs: usize, what: &str) -> Result<(), ExportError> {
+    if d.inputs != inputs || d.weights.len() != d.inputs * d.outputs || d.bias.len() != d.outputs {
+        return Err(ExportError::Model(format!(
+            "{what}: {}x{} weights ({} values) and {} biases do not chain from {inputs} inputs",
+            d.inputs,
+            d.outputs,
+            d.weights.len(),
+            d.bias.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The ONNX bytes of a trained model.
+pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
+    let nf = model.features.len();
+    let ns = model.slots.len();
+    if model.mean.len() != nf || model.std.len() != nf {
+        return Err(ExportError::Model(format!(
+            "{} features but {} means and {} stds",
+            nf,
+            model.mean.len(),
+            model.std.len()
+        )));
+    }
+    let mut g = GraphProto::new();
+    g.name = format!("camdnn_policy_{}", model.system_name);
+    g.input.push(value_info(INPUT, &[1, nf]));
+    g.initializer.push(tensor("mean", &[nf], &model.mean));
+    g.initializer.push(tensor("std", &[nf], &model.std));
+    g.node
+        .push(node("Sub", "center", &[INPUT, "mean"], "x_centered"));
+    g.node
+        .push(node("Div", "scale", &["x_centered", "std"], "x_norm"));
+    let mut prev = "x_norm".to_string();
+    let mut width = nf;
+    for (l, d) in model.hidden.iter().enumerate() {
+        check(d, width, &format!("hidden layer {l}"))?;
+        let (w, b, z, h) = (
+            format!("w{l}"),
+            format!("b{l}"),
+            format!("z{l}"),
+            format!("h{l}"),
+        );
+        g.initializer
+            .push(tensor(&w, &[d.inputs, d.outputs], &d.weights));
+        g.initializer.push(tensor(&b, &[d.outputs], &d.bias));
+        g.node
+            .push(node("Gemm", &format!("gemm{l}"), &[&prev, &w, &b], &z));
+        g.node.push(node("Relu", &format!("relu{l}"), &[&z], &h));
+        prev = h;
+        width = d.outputs;
+    }
+    for (head, d) in [("prob", &model.prob_head), ("count", &model.count_head)] {
+        check(d, width, &format!("{head} head"))?;
+        if d.outputs != ns {
+            return Err(ExportError::Model(format!(
+                "{head} head has {} outputs but there are {ns} slots",
+                d.outputs
+            )));
+        }
+        let (w, b) = (format!("w_{head}"), format!("b_{head}"));
+        g.initializer
+            .push(tensor(&w, &[d.inputs, d.outputs], &d.weights));
+        g.initializer.push(tensor(&b, &[d.outputs], &d.bias));
+    }
+    g.node.push(node(
+        "Gemm",
+        "gemm_prob",
+        &[&prev, "w_prob", "b_prob"],
+        "logits",
+    ));
+    g.node.push(node("Sigmoid", "sigmoid", &["logits"], PROB));
+    g.node.push(node(
+        "Gemm",
+        "gemm_count",
+        &[&prev, "w_count", "b_count"],
+        COUNT,
+    ));
+    g.output.push(value_info(PROB, &[1, ns]));
+    g.output.push(value_info(COUNT, &[1, ns]));
+
+    let mut m = ModelProto::new();
+    m.ir_version = 8;
+    m.producer_name = "camdnn-ilmodel".to_string();
+    m.producer_version = env!("CARGO_PKG_VERSION").to_string();
+    m.doc_string = format!(
+        "camdnn learned global policy for system {} (fingerprint {})",
+        model.system_name, model.system_fingerprint
+    );
+    let mut opset = OperatorSetIdProto::new();
+    opset.domain = String::new();
+    opset.version = 13;
+    m.opset_import.push(opset);
+    m.graph = protobuf::MessageField::some(g);
+    Ok(m.write_to_bytes()?)
+}
+
+/// The sidecar of a trained model.
+pub fn sidecar(model: &TrainedModel, local_search: bool) -> Sidecar {
+    Sidecar {
+        format: SIDECAR_FORMAT.to_string(),
+        system_name: model.system_name.clone(),
+        system_file_fnv1a64: model.system_file_fnv1a64.clone(),
+        system_fingerprint: model.system_fingerprint.clone(),
+        input: INPUT.to_string(),
+        features: model.features.clone(),
+        outputs: OutputSpec {
+            prob: PROB.to_string(),
+            count: COUNT.to_string(),
+            slots: model.slots.clone(),
+            threshold: 0.5,
+            decoding: DECODING.to_string(),
+        },
+        local_search,
+        training: TrainingInfo {
+            seed: model.config.seed,
+            hidden: model.config.hidden.clone(),
+            epochs: model.config.epochs,
+            batch_size: model.config.batch_size,
+            learning_rate: model.config.learning_rate,
+            penalty_weight: model.config.penalty_weight,
+            heldout_fraction: model.config.heldout_fraction,
+            demos_fnv1a64: model.demos_fnv1a64.clone(),
+            train_samples: model.train_samples,
+            heldout_samples: model.heldout_samples,
+        },
+        metrics: model.metrics.clone(),
+    }
+}
+
+/// The sidecar as pretty JSON text.
+pub fn sidecar_json(model: &TrainedModel, local_search: bool) -> Result<String, ExportError> {
+    Ok(serde_json::to_string_pretty(&sidecar(model, local_search))? + "\n")
+}

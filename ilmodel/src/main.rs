@@ -1,0 +1,293 @@
+//! `ilmodel`: the offline tools of camdnn's global step.
+//!
+//! - `ilmodel solve`: one ILP solve, printed as JSON;
+//! - `ilmodel time-solve`: repeated solves of one instance, median time;
+//! - `ilmodel demos`: the optimal demonstration dataset (see README.md);
+//! - `ilmodel train` / `export` / `eval`: the policy MLP, its ONNX file and
+//!   its fidelity against the ILP.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use camdnn_ilmodel::demos::{generate, DemoConfig};
+use camdnn_ilmodel::oracle::first_root;
+use camdnn_ilmodel::{solve, OracleOptions};
+use camdnn_policy::{Detector, PlanInput, System};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "ilmodel",
+    version,
+    about = "camdnn offline tools: ILP oracle and demonstrations"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Solve one scene with the ILP and print the plan as JSON.
+    Solve(Instance),
+    /// Solve one scene repeatedly and print the median solve time.
+    TimeSolve {
+        #[command(flatten)]
+        instance: Instance,
+        /// Number of timed solves (after one warm-up solve).
+        #[arg(long, default_value_t = 31)]
+        runs: usize,
+    },
+    /// Generate (or resume) an optimal demonstration dataset.
+    Demos(DemosArgs),
+    /// Train the policy MLP on demonstrations (model.json, loss.csv, loss.svg).
+    Train(camdnn_ilmodel::train::cli::TrainArgs),
+    /// Export a trained model as ONNX plus its JSON sidecar.
+    Export(camdnn_ilmodel::train::cli::ExportArgs),
+    /// IL fidelity of an exported policy vs the ILP on held-out demonstrations.
+    Eval(camdnn_ilmodel::train::cli::EvalArgs),
+}
+
+/// One scene of a system.
+#[derive(Args)]
+struct Instance {
+    /// System TOML file (processors, models, profile).
+    #[arg(long)]
+    system: PathBuf,
+    /// r_i of each classifier, in system order, comma separated (e.g. 3,0,2).
+    #[arg(long, value_delimiter = ',')]
+    scene: Vec<u32>,
+    /// rem_j of each processor in ms, comma separated; default all 0.
+    #[arg(long, value_delimiter = ',')]
+    rem: Vec<f64>,
+    /// Models resident before the step, as MODEL@PROC, comma separated; the
+    /// detector is always taken as resident on its processor.
+    #[arg(long, value_delimiter = ',')]
+    resident: Vec<String>,
+    /// F: frames per epoch over which a load is amortised.
+    #[arg(long, default_value_t = 70.0)]
+    frames_per_epoch: f64,
+    /// HiGHS time limit per stage, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    time_limit_s: f64,
+    /// Skip the tie-breaking second stage (T is the same, the plan may
+    /// keep idle residents or waste work off the critical processor).
+    #[arg(long)]
+    no_tie_break: bool,
+}
+
+#[derive(Args)]
+struct DemosArgs {
+    /// System TOML file.
+    #[arg(long)]
+    system: PathBuf,
+    /// Output folder (created; an existing run there is resumed).
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed of all random draws.
+    #[arg(long)]
+    seed: u64,
+    /// Largest number of objects per classifier (the paper: 14).
+    #[arg(long, default_value_t = 14)]
+    max_objects: u32,
+    /// Number of demonstrations (the paper: 12000).
+    #[arg(long, default_value_t = 12_000)]
+    samples: u64,
+    /// rem_j is 0 with probability 1/4, else uniform in [0, rem_max_ms).
+    #[arg(long, default_value_t = 100.0)]
+    rem_max_ms: f64,
+    /// F: frames per epoch (the paper: 5 s at 14 fps).
+    #[arg(long, default_value_t = 70.0)]
+    frames_per_epoch: f64,
+    /// Demonstrations per chunk file (the unit of resumption).
+    #[arg(long, default_value_t = 64)]
+    chunk_size: u64,
+    /// Worker threads; default: every core.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// HiGHS time limit per solve stage, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    time_limit_s: f64,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Solve(inst) => run_solve(&inst),
+        Command::TimeSolve { instance, runs } => run_time_solve(&instance, runs),
+        Command::Demos(args) => run_demos(args),
+        Command::Train(args) => camdnn_ilmodel::train::cli::run_train(&args),
+        Command::Export(args) => camdnn_ilmodel::train::cli::run_export(&args),
+        Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
+    }
+}
+
+fn load_system(path: &Path) -> Result<(String, System)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let system = System::from_toml(&text).with_context(|| format!("in {}", path.display()))?;
+    Ok((text, system))
+}
+
+/// The scene, rem and a_old vectors of an [`Instance`].
+fn vectors(inst: &Instance, system: &System) -> Result<(Vec<u32>, Vec<f64>, Vec<bool>)> {
+    let (nm, np) = (system.num_models(), system.num_processors());
+    let classifiers: Vec<_> = system.request_models().collect();
+    if inst.scene.len() != classifiers.len() {
+        let names: Vec<_> = classifiers
+            .iter()
+            .map(|m| system.models[m.0].name.as_str())
+            .collect();
+        bail!(
+            "--scene has {} values but the system has {} classifiers ({})",
+            inst.scene.len(),
+            classifiers.len(),
+            names.join(", ")
+        );
+    }
+    let mut scene = vec![0; nm];
+    for (m, &r) in classifiers.iter().zip(&inst.scene) {
+        scene[m.0] = r;
+    }
+    let rem = if inst.rem.is_empty() {
+        vec![0.0; np]
+    } else if inst.rem.len() == np {
+        inst.rem.clone()
+    } else {
+        bail!(
+            "--rem has {} values but the system has {np} processors",
+            inst.rem.len()
+        );
+    };
+    let mut a_old = vec![false; nm * np];
+    a_old[first_root(system).0 * np + Detector::fastest(system).proc.0] = true;
+    for pair in &inst.resident {
+        let (m, p) = pair
+            .split_once('@')
+            .with_context(|| format!("--resident {pair:?}: expected MODEL@PROC"))?;
+        let i = system
+            .model_by_name(m)
+            .with_context(|| format!("--resident {pair:?}: no model named {m:?}"))?;
+        let j = system
+            .proc_by_name(p)
+            .with_context(|| format!("--resident {pair:?}: no processor named {p:?}"))?;
+        a_old[i.0 * np + j.0] = true;
+    }
+    Ok((scene, rem, a_old))
+}
+
+fn run_solve(inst: &Instance) -> Result<()> {
+    let (_, system) = load_system(&inst.system)?;
+    let (scene, rem, a_old) = vectors(inst, &system)?;
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &a_old,
+        frames_per_epoch: inst.frames_per_epoch,
+    };
+    let options = OracleOptions {
+        time_limit_s: inst.time_limit_s,
+        tie_break: !inst.no_tie_break,
+    };
+    let s = solve(&system, &input, Detector::fastest(&system), &options)?;
+    let mut resident = Vec::new();
+    let mut batches = Vec::new();
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            let (m, p) = (&system.models[i.0].name, &system.processors[j.0].name);
+            if s.plan.resident(i, j) {
+                resident.push(serde_json::json!({"model": m, "proc": p}));
+            }
+            for k in 1..=system.max_batch {
+                let n = s.plan.batches(i, j, k);
+                if n > 0 {
+                    batches.push(serde_json::json!({"model": m, "proc": p, "k": k, "count": n}));
+                }
+            }
+        }
+    }
+    let out = serde_json::json!({
+        "t_ms": s.makespan_ms,
+        "objective_ms": s.objective_ms,
+        "status": s.status,
+        "solve_ms": s.solve_time.as_secs_f64() * 1000.0,
+        "resident": resident,
+        "batches": batches,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+fn run_time_solve(inst: &Instance, runs: usize) -> Result<()> {
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let (_, system) = load_system(&inst.system)?;
+    let (scene, rem, a_old) = vectors(inst, &system)?;
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &a_old,
+        frames_per_epoch: inst.frames_per_epoch,
+    };
+    let options = OracleOptions {
+        time_limit_s: inst.time_limit_s,
+        tie_break: !inst.no_tie_break,
+    };
+    let det = Detector::fastest(&system);
+    let first = solve(&system, &input, det, &options)?;
+    let mut times: Vec<Duration> = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        times.push(solve(&system, &input, det, &options)?.solve_time);
+    }
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "system {} scene {:?}: T = {:.4} ms ({:?}); solve time over {runs} runs: median {:.3} ms, min {:.3} ms, max {:.3} ms",
+        system.name,
+        inst.scene,
+        first.makespan_ms,
+        first.status,
+        ms(times[runs / 2]),
+        ms(times[0]),
+        ms(times[runs - 1]),
+    );
+    Ok(())
+}
+
+fn run_demos(args: DemosArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.system)
+        .with_context(|| format!("reading {}", args.system.display()))?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let config = DemoConfig {
+        system_toml: text,
+        out: args.out,
+        seed: args.seed,
+        max_objects: args.max_objects,
+        samples: args.samples,
+        rem_max_ms: args.rem_max_ms,
+        frames_per_epoch: args.frames_per_epoch,
+        chunk_size: args.chunk_size,
+        jobs,
+        time_limit_s: args.time_limit_s,
+        progress: !args.quiet,
+    };
+    let s = generate(&config)?;
+    println!(
+        "{} demonstrations in {} ({} chunks: {} reused, {} solved now; {} infeasible, {} time-limited); solve times in {}",
+        s.samples,
+        s.demos_path.display(),
+        s.chunks,
+        s.chunks_reused,
+        s.chunks_solved,
+        s.infeasible,
+        s.time_limited,
+        s.times_path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,776 @@
+//! Imitation training of the global policy (paper Sec. 5.1.2) with candle:
+//! an MLP from [`camdnn_policy::features::Encoding`] features to the batch
+//! matrix b_k(i,j), as a zero-inflated multi-target problem.
+//!
+//! - Two heads over the slots (i, j, k): a classifier (b > 0, binary
+//!   cross-entropy) and a regressor for the count (MAE over the non-zero
+//!   targets only: the classifier decides zeros);
+//! - a penalty for violating sum_j sum_k k b_k(i,j) = r_i, computed from the
+//!   expected counts sigmoid(logit) * count, as mean |served - r_i| per model;
+//! - input normalisation (x - mean) / std with training-set statistics
+//!   (std < 1e-6 becomes 1), kept with the weights so export can put it in
+//!   the graph;
+//! - held-out split by scene (all demonstrations of a scene on one side),
+//!   from the seed; initialisation and mini-batch order from the same seed
+//!   (SplitMix64, not candle's unseedable CPU generator), so a run is
+//!   deterministic for a seed on one machine.
+
+pub mod cli;
+pub mod eval;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use camdnn_policy::features::{fnv1a64_hex, Encoding};
+use camdnn_policy::mlp::slot_names;
+use camdnn_policy::{PlanInput, System};
+use candle_core::{DType, Device, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use serde::{Deserialize, Serialize};
+
+use crate::demos::{Demo, DemoStatus, Manifest};
+use crate::rng::SplitMix64;
+
+/// Why training failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A file did not parse.
+    #[error("{path}: {reason}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The demonstrations do not fit the system or the options.
+    #[error("{0}")]
+    Invalid(String),
+    /// candle failed.
+    #[error("candle: {0}")]
+    Candle(#[from] candle_core::Error),
+}
+
+/// Training options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Seed of split, initialisation and shuffling.
+    pub seed: u64,
+    /// Hidden layer widths (ReLU).
+    pub hidden: Vec<usize>,
+    /// Epochs.
+    pub epochs: usize,
+    /// Mini-batch size.
+    pub batch_size: usize,
+    /// Peak AdamW learning rate (cosine decay to 5% of it).
+    pub learning_rate: f64,
+    /// Weight of the served-requests penalty.
+    pub penalty_weight: f64,
+    /// Fraction of scenes held out, in (0, 1).
+    pub heldout_fraction: f64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            seed: 1,
+            hidden: vec![128, 128],
+            epochs: 150,
+            batch_size: 128,
+            learning_rate: 3e-3,
+            penalty_weight: 0.05,
+            heldout_fraction: 0.15,
+        }
+    }
+}
+
+/// One dense layer, row-major weights [inputs x outputs].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dense {
+    /// Input width.
+    pub inputs: usize,
+    /// Output width.
+    pub outputs: usize,
+    /// Weights, `w[r * outputs + c]`.
+    pub weights: Vec<f32>,
+    /// Biases.
+    pub bias: Vec<f32>,
+}
+
+/// A trained network with everything export needs (`model.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainedModel {
+    /// Format tag, [`MODEL_FORMAT`].
+    pub format: String,
+    /// System name.
+    pub system_name: String,
+    /// FNV-1a 64 of the system file.
+    pub system_file_fnv1a64: String,
+    /// Fingerprint of the validated system.
+    pub system_fingerprint: String,
+    /// Feature names.
+    pub features: Vec<String>,
+    /// Slot names.
+    pub slots: Vec<String>,
+    /// Training-set mean per feature.
+    pub mean: Vec<f32>,
+    /// Training-set std per feature (1 where constant).
+    pub std: Vec<f32>,
+    /// Hidden layers (ReLU).
+    pub hidden: Vec<Dense>,
+    /// Classifier head (logits of b > 0).
+    pub prob_head: Dense,
+    /// Regressor head (counts).
+    pub count_head: Dense,
+    /// Options used.
+    pub config: TrainConfig,
+    /// FNV-1a 64 of demos.jsonl.
+    pub demos_fnv1a64: String,
+    /// Training demonstrations.
+    pub train_samples: usize,
+    /// Held-out demonstrations.
+    pub heldout_samples: usize,
+    /// Held-out metrics after the last epoch.
+    pub metrics: camdnn_policy::mlp::HeldoutMetrics,
+}
+
+/// Format tag of `model.json`.
+pub const MODEL_FORMAT: &str = "camdnn-mlp-weights/1";
+
+/// Loss values of one epoch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EpochLoss {
+    /// Epoch, 1-based.
+    pub epoch: usize,
+    /// Mean mini-batch loss.
+    pub train: f64,
+    /// Held-out total loss.
+    pub heldout: f64,
+    /// Held-out BCE.
+    pub heldout_bce: f64,
+    /// Held-out masked MAE.
+    pub heldout_mae: f64,
+    /// Held-out penalty.
+    pub heldout_penalty: f64,
+}
+
+/// The demonstrations of a run, read and checked against the system.
+pub struct DemoSet {
+    /// The run's manifest.
+    pub manifest: Manifest,
+    /// Every demonstration, in index order.
+    pub demos: Vec<Demo>,
+    /// FNV-1a 64 of demos.jsonl.
+    pub fnv1a64: String,
+}
+
+/// Reads `manifest.json` and `demos.jsonl` from `dir`, checking that they
+/// were made for the system file `system_text`.
+pub fn load_demos(dir: &Path, system_text: &str) -> Result<DemoSet, TrainError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map_err(|source| TrainError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let manifest_text = read("manifest.json")?;
+    let manifest: Manifest =
+        serde_json::from_str(&manifest_text).map_err(|e| TrainError::Parse {
+            path: dir.join("manifest.json").display().to_string(),
+            reason: e.to_string(),
+        })?;
+    let hash = fnv1a64_hex(system_text.as_bytes());
+    if manifest.system_fnv1a64 != hash {
+        return Err(TrainError::Invalid(format!(
+            "{} was generated for system file hash {} but the given system file hashes to {hash}",
+            dir.display(),
+            manifest.system_fnv1a64
+        )));
+    }
+    let text = read("demos.jsonl")?;
+    let mut demos = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let d: Demo = serde_json::from_str(line).map_err(|e| TrainError::Parse {
+            path: format!("{}:{}", dir.join("demos.jsonl").display(), n + 1),
+            reason: e.to_string(),
+        })?;
+        demos.push(d);
+    }
+    Ok(DemoSet {
+        manifest,
+        demos,
+        fnv1a64: fnv1a64_hex(text.as_bytes()),
+    })
+}
+
+/// Whether a demonstration is held out: a function of (seed, scene) only.
+pub fn is_heldout(seed: u64, scene: &[u32], fraction: f64) -> bool {
+    let mut key = 0u64;
+    for &r in scene {
+        key = key.wrapping_mul(1_000_003).wrapping_add(r as u64 + 1);
+    }
+    SplitMix64::for_item(seed ^ 0x05ee_d0f4_e1d0_u64, key).next_f64() < fraction
+}
+
+/// Feature and target matrices of a set of demonstrations.
+pub struct Examples {
+    /// Rows.
+    pub n: usize,
+    /// Features, row-major [n x features].
+    pub x: Vec<f32>,
+    /// Targets b_k(i,j) per slot, row-major [n x slots].
+    pub y: Vec<f32>,
+    /// r_i per request model, row-major [n x request models].
+    pub r: Vec<f32>,
+}
+
+/// Builds the examples of the usable (not infeasible) demonstrations.
+pub fn examples(system: &System, enc: &Encoding, demos: &[&Demo]) -> Result<Examples, TrainError> {
+    let (nf, ns, nr) = (
+        enc.num_features(),
+        enc.slots().len(),
+        enc.request_models().len(),
+    );
+    let np = system.num_processors();
+    let mut ex = Examples {
+        n: 0,
+        x: Vec::with_capacity(demos.len() * nf),
+        y: Vec::with_capacity(demos.len() * ns),
+        r: Vec::with_capacity(demos.len() * nr),
+    };
+    let mut row = vec![0.0f32; nf];
+    let mut a_old = vec![false; system.num_models() * np];
+    for d in demos {
+        let Some(b) = &d.batches else { continue };
+        if d.a_old.len() != system.num_models() || d.a_old.iter().any(|r| r.len() != np) {
+            return Err(TrainError::Invalid(format!(
+                "demonstration {} has an a_old of the wrong shape",
+                d.index
+            )));
+        }
+        for (i, rowv) in d.a_old.iter().enumerate() {
+            for (j, &v) in rowv.iter().enumerate() {
+                a_old[i * np + j] = v;
+            }
+        }
+        let input = PlanInput {
+            scene: &d.scene,
+            rem_ms: &d.rem_ms,
+            residency: &a_old,
+            frames_per_epoch: d.frames_per_epoch,
+        };
+        enc.write(system, &input, &mut row)
+            .map_err(|e| TrainError::Invalid(format!("demonstration {}: {e}", d.index)))?;
+        ex.x.extend_from_slice(&row);
+        for s in enc.slots() {
+            let v = b
+                .get(s.model.0)
+                .and_then(|p| p.get(s.proc.0))
+                .and_then(|k| k.get(s.k - 1))
+                .ok_or_else(|| {
+                    TrainError::Invalid(format!(
+                        "demonstration {} has a batches array of the wrong shape",
+                        d.index
+                    ))
+                })?;
+            ex.y.push(*v as f32);
+        }
+        for &i in enc.request_models() {
+            ex.r.push(d.scene[i.0] as f32);
+        }
+        ex.n += 1;
+    }
+    Ok(ex)
+}
+
+/// The candle network during training.
+struct Net {
+    hidden: Vec<(Var, Var)>,
+    prob: (Var, Var),
+    count: (Var, Var),
+    mean: Tensor,
+    std: Tensor,
+}
+
+fn init_dense(
+    rng: &mut SplitMix64,
+    inputs: usize,
+    outputs: usize,
+    relu: bool,
+) -> Result<(Var, Var), TrainError> {
+    let bound = if relu {
+        (6.0 / inputs as f64).sqrt()
+    } else {
+        (1.0 / inputs as f64).sqrt()
+    };
+    let w: Vec<f32> = (0..inputs * outputs)
+        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * bound) as f32)
+        .collect();
+    let w = Var::from_tensor(&Tensor::from_vec(w, (inputs, outputs), &Device::Cpu)?)?;
+    let b = Var::from_tensor(&Tensor::zeros(outputs, DType::F32, &Device::Cpu)?)?;
+    Ok((w, b))
+}
+
+fn dense(x: &Tensor, (w, b): &(Var, Var)) -> candle_core::Result<Tensor> {
+    x.matmul(w.as_tensor())?.broadcast_add(b.as_tensor())
+}
+
+impl Net {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let mut h = x.broadcast_sub(&self.mean)?.broadcast_div(&self.std)?;
+        for layer in &self.hidden {
+            h = dense(&h, layer)?.relu()?;
+        }
+        Ok((dense(&h, &self.prob)?, dense(&h, &self.count)?))
+    }
+
+    fn vars(&self) -> Vec<Var> {
+        let mut v = Vec::new();
+        for (w, b) in self.hidden.iter().chain([&self.prob, &self.count]) {
+            v.push(w.clone());
+            v.push(b.clone());
+        }
+        v
+    }
+}
+
+/// Loss parts of a batch: (total, bce, mae, penalty).
+fn loss(
+    logits: &Tensor,
+    counts: &Tensor,
+    y: &Tensor,
+    r: &Tensor,
+    ks: &Tensor,
+    penalty_weight: f64,
+) -> candle_core::Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let nz = y.gt(0.0)?.to_dtype(DType::F32)?;
+    // Stable BCE with logits: max(z,0) - z*t + log(1 + exp(-|z|)).
+    let bce = (logits.relu()? - (logits * &nz)?)?
+        .add(&(logits.abs()?.neg()?.exp()? + 1.0)?.log()?)?
+        .mean_all()?;
+    let mae = ((counts - y)?.abs()? * &nz)?.sum_all()?;
+    let mae = (mae / nz.sum_all()?.to_scalar::<f32>()?.max(1.0) as f64)?;
+    let expected = (candle_nn::ops::sigmoid(logits)? * counts)?;
+    let served = expected.matmul(ks)?;
+    let penalty = (served - r)?.abs()?.mean_all()?;
+    let total = ((&bce + &mae)? + (&penalty * penalty_weight)?)?;
+    Ok((total, bce, mae, penalty))
+}
+
+/// What a training run produced.
+pub struct TrainOutcome {
+    /// The model (weights, normalisation, metadata).
+    pub model: TrainedModel,
+    /// Loss curves.
+    pub curves: Vec<EpochLoss>,
+}
+
+/// Trains on the demonstrations of `set` for `system` (whose file text is
+/// `system_text`).
+pub fn train(
+    system: &System,
+    system_text: &str,
+    set: &DemoSet,
+    config: &TrainConfig,
+    mut progress: impl FnMut(&EpochLoss),
+) -> Result<TrainOutcome, TrainError> {
+    if !(config.heldout_fraction > 0.0 && config.heldout_fraction < 1.0) {
+        return Err(TrainError::Invalid(format!(
+            "heldout fraction {} must be in (0, 1)",
+            config.heldout_fraction
+        )));
+    }
+    if config.epochs == 0 || config.batch_size == 0 || config.hidden.contains(&0) {
+        return Err(TrainError::Invalid(
+            "epochs, batch size and hidden widths must be at least 1".into(),
+        ));
+    }
+    if !(config.learning_rate > 0.0 && config.learning_rate.is_finite()) {
+        return Err(TrainError::Invalid(format!(
+            "learning rate {} must be positive",
+            config.learning_rate
+        )));
+    }
+    let enc = Encoding::new(system);
+    let usable: Vec<&Demo> = set
+        .demos
+        .iter()
+        .filter(|d| d.status != DemoStatus::Infeasible)
+        .collect();
+    let (held, tr): (Vec<&Demo>, Vec<&Demo>) = usable
+        .into_iter()
+        .partition(|d| is_heldout(config.seed, &d.scene, config.heldout_fraction));
+    let train_ex = examples(system, &enc, &tr)?;
+    let held_ex = examples(system, &enc, &held)?;
+    if train_ex.n == 0 || held_ex.n == 0 {
+        return Err(TrainError::Invalid(format!(
+            "the split left {} training and {} held-out demonstrations; both must be non-empty",
+            train_ex.n, held_ex.n
+        )));
+    }
+    let (nf, ns, nr) = (
+        enc.num_features(),
+        enc.slots().len(),
+        enc.request_models().len(),
+    );
+    // Normalisation from the training set.
+    let mut mean = vec![0.0f64; nf];
+    let mut var = vec![0.0f64; nf];
+    for row in train_ex.x.chunks(nf) {
+        for (m, &v) in mean.iter_mut().zip(row) {
+            *m += v as f64;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= train_ex.n as f64);
+    for row in train_ex.x.chunks(nf) {
+        for ((s, &v), m) in var.iter_mut().zip(row).zip(&mean) {
+            *s += (v as f64 - m).powi(2);
+        }
+    }
+    let std: Vec<f32> = var
+        .iter()
+        .map(|s| {
+            let sd = (s / train_ex.n as f64).sqrt();
+            if sd < 1e-6 {
+                1.0
+            } else {
+                sd as f32
+            }
+        })
+        .collect();
+    let mean: Vec<f32> = mean.iter().map(|&m| m as f32).collect();
+
+    let dev = Device::Cpu;
+    let mut rng = SplitMix64::new(config.seed);
+    let mut hidden = Vec::new();
+    let mut width = nf;
+    for &h in &config.hidden {
+        hidden.push(init_dense(&mut rng, width, h, true)?);
+        width = h;
+    }
+    let net = Net {
+        hidden,
+        prob: init_dense(&mut rng, width, ns, false)?,
+        count: init_dense(&mut rng, width, ns, false)?,
+        mean: Tensor::from_vec(mean.clone(), nf, &dev)?,
+        std: Tensor::from_vec(std.clone(), nf, &dev)?,
+    };
+    // ks[s, m] = k when slot s belongs to request model m.
+    let mut ks = vec![0.0f32; ns * nr];
+    for (s, slot) in enc.slots().iter().enumerate() {
+        let m = enc
+            .request_models()
+            .iter()
+            .position(|&i| i == slot.model)
+            .expect("slots are over request models");
+        ks[s * nr + m] = slot.k as f32;
+    }
+    let ks = Tensor::from_vec(ks, (ns, nr), &dev)?;
+    let mut opt = AdamW::new(
+        net.vars(),
+        ParamsAdamW {
+            lr: config.learning_rate,
+            weight_decay: 0.0,
+            ..Default::default()
+        },
+    )?;
+    let hx = Tensor::from_vec(held_ex.x.clone(), (held_ex.n, nf), &dev)?;
+    let hy = Tensor::from_vec(held_ex.y.clone(), (held_ex.n, ns), &dev)?;
+    let hr = Tensor::from_vec(held_ex.r.clone(), (held_ex.n, nr), &dev)?;
+    let mut order: Vec<usize> = (0..train_ex.n).collect();
+    let mut curves = Vec::with_capacity(config.epochs);
+    let (mut bx, mut by, mut br) = (Vec::new(), Vec::new(), Vec::new());
+    for epoch in 1..=config.epochs {
+        let progress_frac = (epoch - 1) as f64 / config.epochs as f64;
+        let lr = config.learning_rate
+            * (0.05 + 0.95 * 0.5 * (1.0 + (std::f64::consts::PI * progress_frac).cos()));
+        opt.set_learning_rate(lr);
+        rng.shuffle(&mut order);
+        let (mut sum, mut batches) = (0.0f64, 0usize);
+        for chunk in order.chunks(config.batch_size) {
+            bx.clear();
+            by.clear();
+            br.clear();
+            for &n in chunk {
+                bx.extend_from_slice(&train_ex.x[n * nf..(n + 1) * nf]);
+                by.extend_from_slice(&train_ex.y[n * ns..(n + 1) * ns]);
+                br.extend_from_slice(&train_ex.r[n * nr..(n + 1) * nr]);
+            }
+            let x = Tensor::from_slice(&bx, (chunk.len(), nf), &dev)?;
+            let y = Tensor::from_slice(&by, (chunk.len(), ns), &dev)?;
+            let r = Tensor::from_slice(&br, (chunk.len(), nr), &dev)?;
+            let (logits, counts) = net.forward(&x)?;
+            let (total, ..) = loss(&logits, &counts, &y, &r, &ks, config.penalty_weight)?;
+            opt.backward_step(&total)?;
+            sum += total.to_scalar::<f32>()? as f64;
+            batches += 1;
+        }
+        let (logits, counts) = net.forward(&hx)?;
+        let (total, bce, mae, pen) = loss(&logits, &counts, &hy, &hr, &ks, config.penalty_weight)?;
+        let e = EpochLoss {
+            epoch,
+            train: sum / batches as f64,
+            heldout: total.to_scalar::<f32>()? as f64,
+            heldout_bce: bce.to_scalar::<f32>()? as f64,
+            heldout_mae: mae.to_scalar::<f32>()? as f64,
+            heldout_penalty: pen.to_scalar::<f32>()? as f64,
+        };
+        progress(&e);
+        curves.push(e);
+    }
+    // Held-out decoded metrics.
+    let (logits, counts) = net.forward(&hx)?;
+    let probs = candle_nn::ops::sigmoid(&logits)?.to_vec2::<f32>()?;
+    let counts = counts.to_vec2::<f32>()?;
+    let (mut abs_err, mut right, mut exact) = (0.0f64, 0usize, 0usize);
+    for n in 0..held_ex.n {
+        let mut all = true;
+        for (s, slot) in enc.slots().iter().enumerate() {
+            let r = held_ex.r[n * nr
+                + enc
+                    .request_models()
+                    .iter()
+                    .position(|&i| i == slot.model)
+                    .expect("request model")];
+            let b = decode_count(probs[n][s], counts[n][s], 0.5, r as u32, slot.k);
+            let t = held_ex.y[n * ns + s];
+            abs_err += (b as f64 - t as f64).abs();
+            if b as f32 == t {
+                right += 1;
+            } else {
+                all = false;
+            }
+        }
+        exact += all as usize;
+    }
+    let last = curves.last().expect("epochs >= 1");
+    let metrics = camdnn_policy::mlp::HeldoutMetrics {
+        loss: last.heldout,
+        bce: last.heldout_bce,
+        mae: abs_err / (held_ex.n * ns) as f64,
+        slot_accuracy: right as f64 / (held_ex.n * ns) as f64,
+        exact_plans: exact as f64 / held_ex.n as f64,
+    };
+    let to_dense = |(w, b): &(Var, Var)| -> Result<Dense, TrainError> {
+        let (i, o) = w.as_tensor().dims2()?;
+        Ok(Dense {
+            inputs: i,
+            outputs: o,
+            weights: w.as_tensor().flatten_all()?.to_vec1::<f32>()?,
+            bias: b.as_tensor().to_vec1::<f32>()?,
+        })
+    };
+    let model = TrainedModel {
+        format: MODEL_FORMAT.to_string(),
+        system_name: system.name.clone(),
+        system_file_fnv1a64: fnv1a64_hex(system_text.as_bytes()),
+        system_fingerprint: camdnn_policy::features::fingerprint(system),
+        features: enc.feature_names().to_vec(),
+        slots: slot_names(system, &enc),
+        mean,
+        std,
+        hidden: net.hidden.iter().map(to_dense).collect::<Result<_, _>>()?,
+        prob_head: to_dense(&net.prob)?,
+        count_head: to_dense(&net.count)?,
+        config: config.clone(),
+        demos_fnv1a64: set.fnv1a64.clone(),
+        train_samples: train_ex.n,
+        heldout_samples: held_ex.n,
+        metrics,
+    };
+    Ok(TrainOutcome { model, curves })
+}
+
+/// The runtime's decoding of one slot (see [`camdnn_policy::mlp`]).
+pub fn decode_count(prob: f32, count: f32, threshold: f32, r: u32, k: usize) -> u32 {
+    if prob >= threshold {
+        let cap = ((r as usize / k) as f32).max(1.0);
+        count.round().clamp(1.0, cap) as u32
+    } else {
+        0
+    }
+}
+
+impl TrainedModel {
+    /// Runs the network in candle on rows of features: (sigmoid probs, counts).
+    pub fn forward(&self, x: &[f32], rows: usize) -> Result<(Vec<f32>, Vec<f32>), TrainError> {
+        let dev = Device::Cpu;
+        let nf = self.mean.len();
+        let t = |d: &Dense| -> candle_core::Result<(Var, Var)> {
+            Ok((
+                Var::from_tensor(&Tensor::from_slice(
+                    &d.weights,
+                    (d.inputs, d.outputs),
+                    &dev,
+                )?)?,
+                Var::from_tensor(&Tensor::from_slice(&d.bias, d.outputs, &dev)?)?,
+            ))
+        };
+        let net = Net {
+            hidden: self.hidden.iter().map(t).collect::<Result<_, _>>()?,
+            prob: t(&self.prob_head)?,
+            count: t(&self.count_head)?,
+            mean: Tensor::from_slice(&self.mean, nf, &dev)?,
+            std: Tensor::from_slice(&self.std, nf, &dev)?,
+        };
+        let x = Tensor::from_slice(x, (rows, nf), &dev)?;
+        let (logits, counts) = net.forward(&x)?;
+        let p = candle_nn::ops::sigmoid(&logits)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let c = counts.flatten_all()?.to_vec1::<f32>()?;
+        Ok((p, c))
+    }
+}
+
+/// The loss curves as CSV.
+pub fn curves_csv(curves: &[EpochLoss]) -> String {
+    let mut s =
+        String::from("epoch,train_loss,heldout_loss,heldout_bce,heldout_mae,heldout_penalty\n");
+    for e in curves {
+        let _ = writeln!(
+            s,
+            "{},{:.6},{:.6},{:.6},{:.6},{:.6}",
+            e.epoch, e.train, e.heldout, e.heldout_bce, e.heldout_mae, e.heldout_penalty
+        );
+    }
+    s
+}
+
+/// The loss curves (train and held-out total loss per epoch, log scale) as a
+/// hand-written SVG line chart.
+pub fn curves_svg(curves: &[EpochLoss], title: &str) -> String {
+    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 20.0, 40.0, 50.0);
+    let vals: Vec<f64> = curves
+        .iter()
+        .flat_map(|e| [e.train, e.heldout])
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-6);
+    let hi = vals.iter().cloned().fold(0.0, f64::max).max(lo * 1.01);
+    let (llo, lhi) = (lo.log10().floor(), hi.log10().ceil());
+    let n = curves.len().max(2) as f64;
+    let px = |epoch: usize| l + (epoch as f64 - 1.0) / (n - 1.0) * (w - l - r);
+    let py = |v: f64| {
+        let v = v.max(lo).log10();
+        t + (lhi - v) / (lhi - llo).max(1e-9) * (h - t - b)
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
+        w / 2.0,
+        xml_escape(title)
+    );
+    let mut dec = llo;
+    while dec <= lhi + 1e-9 {
+        let y = py(10f64.powf(dec));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{l}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">1e{}</text>"##,
+            w - r,
+            l - 6.0,
+            y + 4.0,
+            dec as i64
+        );
+        dec += 1.0;
+    }
+    let _ = writeln!(
+        s,
+        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
+        h - b,
+        w - r,
+        h - b,
+        h - b
+    );
+    let ticks = 5.min(curves.len());
+    for q in 0..=ticks {
+        let epoch = 1 + (curves.len().saturating_sub(1)) * q / ticks.max(1);
+        let x = px(epoch);
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{epoch}</text>"#,
+            h - b + 18.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">epoch</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">loss (log scale)</text>"#,
+        (l + w - r) / 2.0,
+        h - 12.0,
+        h / 2.0,
+        h / 2.0
+    );
+    for (name, color, get, dy) in [
+        (
+            "train",
+            "#1f77b4",
+            (|e: &EpochLoss| e.train) as fn(&EpochLoss) -> f64,
+            0.0,
+        ),
+        ("held-out", "#d62728", |e: &EpochLoss| e.heldout, 16.0),
+    ] {
+        let pts: Vec<String> = curves
+            .iter()
+            .map(|e| format!("{:.1},{:.1}", px(e.epoch), py(get(e))))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+            pts.join(" ")
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{color}" stroke-width="2"/><text x="{}" y="{}">{name}</text>"#,
+            w - r - 110.0,
+            t + 10.0 + dy,
+            w - r - 85.0,
+            t + 10.0 + dy,
+            w - r - 80.0,
+            t + 14.0 + dy
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Reads a `model.json`.
+pub fn read_model(path: &Path) -> Result<TrainedModel, TrainError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TrainError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let m: TrainedModel = serde_json::from_str(&text).map_err(|e| TrainError::Parse {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    if m.format != MODEL_FORMAT {
+        return Err(TrainError::Parse {
+            path: path.display().to_string(),
+            reason: format!("format {:?}, expected {MODEL_FORMAT:?}", m.format),
+        });
+    }
+    Ok(m)
+}

@@ -1,0 +1,231 @@
+//! The `ilmodel train`, `ilmodel export` and `ilmodel eval` subcommands.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::System;
+use clap::Args;
+
+use super::{curves_csv, curves_svg, eval, is_heldout, load_demos, read_model, train, TrainConfig};
+use crate::demos::Demo;
+use crate::export;
+
+/// `ilmodel train`.
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// System TOML file the demonstrations were made for.
+    #[arg(long)]
+    pub system: PathBuf,
+    /// Demonstration folder (manifest.json + demos.jsonl from `ilmodel demos`).
+    #[arg(long)]
+    pub demos: PathBuf,
+    /// Output folder: model.json, loss.csv, loss.svg.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of split, initialisation and mini-batch order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Epochs.
+    #[arg(long, default_value_t = 150)]
+    pub epochs: usize,
+    /// Hidden layer widths, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "128,128")]
+    pub hidden: Vec<usize>,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 128)]
+    pub batch_size: usize,
+    /// Peak learning rate (AdamW, cosine decay).
+    #[arg(long, default_value_t = 3e-3)]
+    pub lr: f64,
+    /// Weight of the served-requests penalty.
+    #[arg(long, default_value_t = 0.05)]
+    pub penalty: f64,
+    /// Fraction of scenes held out.
+    #[arg(long, default_value_t = 0.15)]
+    pub heldout: f64,
+    /// No per-epoch lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `ilmodel export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// model.json written by `ilmodel train`.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// System TOML file (checked against the model).
+    #[arg(long)]
+    pub system: PathBuf,
+    /// ONNX output file.
+    #[arg(long)]
+    pub onnx: PathBuf,
+    /// Sidecar JSON output file.
+    #[arg(long)]
+    pub sidecar: PathBuf,
+    /// Disable the runtime local search after repair in the sidecar.
+    #[arg(long)]
+    pub no_local_search: bool,
+}
+
+/// `ilmodel eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// System TOML file.
+    #[arg(long)]
+    pub system: PathBuf,
+    /// Demonstration folder; the held-out scenes are recomputed from the
+    /// sidecar's seed and fraction.
+    #[arg(long)]
+    pub demos: PathBuf,
+    /// ONNX policy.
+    #[arg(long)]
+    pub onnx: PathBuf,
+    /// Its sidecar.
+    #[arg(long)]
+    pub sidecar: PathBuf,
+}
+
+fn read_system(path: &Path) -> Result<(String, System)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let system = System::from_toml(&text).with_context(|| format!("in {}", path.display()))?;
+    Ok((text, system))
+}
+
+/// Runs `ilmodel train`.
+pub fn run_train(args: &TrainArgs) -> Result<()> {
+    let (text, system) = read_system(&args.system)?;
+    let set = load_demos(&args.demos, &text)?;
+    let config = TrainConfig {
+        seed: args.seed,
+        hidden: args.hidden.clone(),
+        epochs: args.epochs,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        penalty_weight: args.penalty,
+        heldout_fraction: args.heldout,
+    };
+    let start = Instant::now();
+    let quiet = args.quiet;
+    let out = train(&system, &text, &set, &config, |e| {
+        if !quiet {
+            eprintln!(
+                "epoch {:4}: train {:.5}  held-out {:.5} (bce {:.5}, mae {:.5}, penalty {:.5})",
+                e.epoch, e.train, e.heldout, e.heldout_bce, e.heldout_mae, e.heldout_penalty
+            );
+        }
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let write = |name: &str, body: &str| -> Result<()> {
+        let p = args.out.join(name);
+        std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))
+    };
+    write("model.json", &serde_json::to_string(&out.model)?)?;
+    write("loss.csv", &curves_csv(&out.curves))?;
+    write(
+        "loss.svg",
+        &curves_svg(
+            &out.curves,
+            &format!(
+                "camdnn policy MLP ({}), seed {}: total loss per epoch",
+                system.name, args.seed
+            ),
+        ),
+    )?;
+    let m = &out.model.metrics;
+    println!(
+        "trained on {} demonstrations ({} held out) in {secs:.1} s; held-out: loss {:.4}, bce {:.4}, mae {:.4} batches/slot, slot accuracy {:.4}, exact plans {:.4}; wrote {}",
+        out.model.train_samples,
+        out.model.heldout_samples,
+        m.loss,
+        m.bce,
+        m.mae,
+        m.slot_accuracy,
+        m.exact_plans,
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Runs `ilmodel export`.
+pub fn run_export(args: &ExportArgs) -> Result<()> {
+    let (text, system) = read_system(&args.system)?;
+    let model = read_model(&args.model)?;
+    let fp = camdnn_policy::features::fingerprint(&system);
+    if model.system_fingerprint != fp || model.system_name != system.name {
+        bail!(
+            "{} was trained for system {} (fingerprint {}), but {} is {} (fingerprint {fp})",
+            args.model.display(),
+            model.system_name,
+            model.system_fingerprint,
+            args.system.display(),
+            system.name
+        );
+    }
+    let _ = text;
+    let bytes = export::onnx_bytes(&model)?;
+    let side = export::sidecar_json(&model, !args.no_local_search)?;
+    // Refuse to write a policy the runtime would not load.
+    MlpPolicy::new(&system, &bytes, &side).context("the exported policy does not load back")?;
+    std::fs::write(&args.onnx, &bytes)
+        .with_context(|| format!("writing {}", args.onnx.display()))?;
+    std::fs::write(&args.sidecar, &side)
+        .with_context(|| format!("writing {}", args.sidecar.display()))?;
+    println!(
+        "wrote {} ({} bytes) and {} ({} bytes)",
+        args.onnx.display(),
+        bytes.len(),
+        args.sidecar.display(),
+        side.len()
+    );
+    Ok(())
+}
+
+/// Runs `ilmodel eval`: fidelity with repair only and with the local search.
+pub fn run_eval(args: &EvalArgs) -> Result<()> {
+    let (text, system) = read_system(&args.system)?;
+    let onnx =
+        std::fs::read(&args.onnx).with_context(|| format!("reading {}", args.onnx.display()))?;
+    let side = std::fs::read_to_string(&args.sidecar)
+        .with_context(|| format!("reading {}", args.sidecar.display()))?;
+    let mut policy = MlpPolicy::new(&system, &onnx, &side)?;
+    let t = policy.sidecar().training.clone();
+    let set = load_demos(&args.demos, &text)?;
+    if set.fnv1a64 != t.demos_fnv1a64 {
+        eprintln!(
+            "note: {} differs from the demonstrations the policy was trained on; held-out scenes are still chosen by the training seed",
+            args.demos.display()
+        );
+    }
+    let held: Vec<&Demo> = set
+        .demos
+        .iter()
+        .filter(|d| is_heldout(t.seed, &d.scene, t.heldout_fraction))
+        .collect();
+    for (label, shares, search) in [
+        ("MLP (thresholded counts) + repair", false, false),
+        ("MLP (share decoding) + repair", true, false),
+        ("MLP (share decoding) + repair + local search", true, true),
+    ] {
+        policy.set_share_decoding(shares);
+        policy.set_local_search(search);
+        let start = Instant::now();
+        let f = eval::fidelity(&system, &mut policy, &held)?;
+        let us = start.elapsed().as_secs_f64() * 1e6 / f.instances as f64;
+        println!(
+            "{label}: {} held-out instances, extra latency over the ILP: mean {:.3}%, p50 {:.3}%, p99 {:.3}%, max {:.3}%; optimal on {:.1}%; {us:.1} us per plan",
+            f.instances,
+            f.mean * 100.0,
+            f.p50 * 100.0,
+            f.p99 * 100.0,
+            f.max * 100.0,
+            f.optimal * 100.0
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,436 @@
+//! The learned global policy (paper Sec. 5.1.2): an MLP distilled offline
+//! from the ILP (ilmodel), stored as ONNX plus a JSON sidecar, run with
+//! tract-onnx. Pure: the caller reads the files and passes their contents.
+//!
+//! Decoding of the network's two outputs, per slot s = (i, j, k) of
+//! [`crate::features::Encoding::slots`]: `prob[s]` = P(b_k(i,j) > 0) and
+//! `count[s]` = b_k(i,j) when non-zero. b_k(i,j) = max(1, round(count)) when
+//! prob >= threshold, else 0; a(i,j) = 1 where any b_k(i,j) > 0, and the
+//! detector is resident on its fastest processor. Share decoding (on by
+//! default, [`MlpPolicy::set_share_decoding`]) then reads n(i,j) = sum_k k
+//! b_k(i,j) as request shares, rescales them to r_i and batches each pair by
+//! its min-cost composition ([`search::Search::by_shares`]). The plan then ALWAYS goes
+//! through [`crate::repair`] (every request served, N_j and budgets kept),
+//! and, when the sidecar enables it, through [`search::Search`] (optimal
+//! re-batching per pair and request moves between hosts), keeping whichever
+//! feasible plan has the lower makespan.
+
+pub mod search;
+
+use serde::{Deserialize, Serialize};
+use tract_onnx::prelude::{tvec, IntoTValue, Tensor, TypedRunnableModel};
+
+use crate::features::{fingerprint, Encoding};
+use crate::{repair, Detector, GlobalPolicy, Plan, PlanInput, System};
+
+/// Format tag of the sidecar.
+pub const SIDECAR_FORMAT: &str = "camdnn-mlp-policy/1";
+
+/// The JSON sidecar written next to the ONNX file by `ilmodel export`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sidecar {
+    /// [`SIDECAR_FORMAT`].
+    pub format: String,
+    /// Name of the system the policy was trained for.
+    pub system_name: String,
+    /// FNV-1a 64 (hex) of the system file's text (provenance).
+    pub system_file_fnv1a64: String,
+    /// [`fingerprint`] of the validated system: checked at load.
+    pub system_fingerprint: String,
+    /// Input tensor name, shape [1, features.len()].
+    pub input: String,
+    /// Feature names, in input order ([`Encoding::feature_names`]).
+    pub features: Vec<String>,
+    /// Output tensors and their decoding.
+    pub outputs: OutputSpec,
+    /// Whether the runtime runs the local search after repair.
+    pub local_search: bool,
+    /// How the network was trained.
+    pub training: TrainingInfo,
+    /// Held-out metrics from training.
+    pub metrics: HeldoutMetrics,
+}
+
+/// Output layout and decoding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Name of the P(b > 0) output, shape [1, slots.len()].
+    pub prob: String,
+    /// Name of the count output, shape [1, slots.len()].
+    pub count: String,
+    /// Slots as "model@proc#k", in output order.
+    pub slots: Vec<String>,
+    /// prob >= threshold means a non-zero count.
+    pub threshold: f32,
+    /// The decoding, in words.
+    pub decoding: String,
+}
+
+/// Training parameters (reproducibility).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingInfo {
+    /// Seed of initialisation, split and shuffling.
+    pub seed: u64,
+    /// Hidden layer widths.
+    pub hidden: Vec<usize>,
+    /// Epochs run.
+    pub epochs: usize,
+    /// Mini-batch size.
+    pub batch_size: usize,
+    /// AdamW learning rate.
+    pub learning_rate: f64,
+    /// Weight of the served-requests penalty.
+    pub penalty_weight: f64,
+    /// Fraction of scenes held out.
+    pub heldout_fraction: f64,
+    /// FNV-1a 64 (hex) of the demonstrations file.
+    pub demos_fnv1a64: String,
+    /// Demonstrations used for training.
+    pub train_samples: usize,
+    /// Demonstrations held out.
+    pub heldout_samples: usize,
+}
+
+/// Held-out metrics computed by `ilmodel train`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldoutMetrics {
+    /// Total loss (BCE + MAE + penalty).
+    pub loss: f64,
+    /// Binary cross-entropy of the zero / non-zero head.
+    pub bce: f64,
+    /// Mean absolute error of the decoded counts over all slots.
+    pub mae: f64,
+    /// Fraction of slots whose decoded count equals the ILP's.
+    pub slot_accuracy: f64,
+    /// Fraction of instances whose decoded plan equals the ILP's exactly.
+    pub exact_plans: f64,
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum MlpError {
+    /// The sidecar is not valid JSON of the expected shape.
+    #[error("policy sidecar: {0}")]
+    Sidecar(#[from] serde_json::Error),
+    /// The sidecar was written for another format version.
+    #[error("policy sidecar has format {got:?}, expected {SIDECAR_FORMAT:?}")]
+    Format {
+        /// Format found.
+        got: String,
+    },
+    /// The policy was trained for another system or profile.
+    #[error("policy was trained for {what} {trained}, but the system has {actual}")]
+    SystemMismatch {
+        /// Which property differs.
+        what: &'static str,
+        /// Value in the sidecar.
+        trained: String,
+        /// Value of the system.
+        actual: String,
+    },
+    /// The ONNX file could not be loaded or does not match the sidecar.
+    #[error("policy network: {0}")]
+    Onnx(String),
+}
+
+/// The network alone: features in, (prob, count) out.
+pub struct OnnxMlp {
+    plan: std::sync::Arc<TypedRunnableModel>,
+    inputs: usize,
+    outputs: usize,
+}
+
+impl std::fmt::Debug for OnnxMlp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxMlp")
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OnnxMlp {
+    /// Loads an ONNX MLP with one [1, inputs] input and two [1, outputs]
+    /// outputs.
+    pub fn load(bytes: &[u8], inputs: usize, outputs: usize) -> Result<Self, MlpError> {
+        use tract_onnx::prelude::*;
+        let err = |e: TractError| MlpError::Onnx(format!("{e:#}"));
+        let plan = tract_onnx::onnx()
+            .model_for_read(&mut std::io::Cursor::new(bytes))
+            .map_err(err)?
+            .with_input_fact(0, f32::fact([1, inputs]).into())
+            .map_err(err)?
+            .into_optimized()
+            .map_err(err)?
+            .into_runnable()
+            .map_err(err)?;
+        let net = OnnxMlp {
+            plan,
+            inputs,
+            outputs,
+        };
+        let (p, c) = net.run(&vec![0.0; inputs])?;
+        if p.len() != outputs || c.len() != outputs {
+            return Err(MlpError::Onnx(format!(
+                "the network has outputs of {} and {} values, the sidecar lists {outputs} slots",
+                p.len(),
+                c.len()
+            )));
+        }
+        Ok(net)
+    }
+
+    /// Runs the network on one feature vector.
+    pub fn run(&self, features: &[f32]) -> Result<(Vec<f32>, Vec<f32>), MlpError> {
+        let mut p = vec![0.0; self.outputs];
+        let mut c = vec![0.0; self.outputs];
+        self.run_into(features, &mut p, &mut c)?;
+        Ok((p, c))
+    }
+
+    /// Runs the network, writing into caller buffers (any length; extra
+    /// values are ignored, missing ones left untouched).
+    pub fn run_into(
+        &self,
+        features: &[f32],
+        prob: &mut [f32],
+        count: &mut [f32],
+    ) -> Result<(), MlpError> {
+        if features.len() != self.inputs {
+            return Err(MlpError::Onnx(format!(
+                "{} features given, the network takes {}",
+                features.len(),
+                self.inputs
+            )));
+        }
+        let x = Tensor::from_shape(&[1, self.inputs], features)
+            .map_err(|e| MlpError::Onnx(format!("{e:#}")))?;
+        let out = self
+            .plan
+            .run(tvec!(x.into_tvalue()))
+            .map_err(|e| MlpError::Onnx(format!("{e:#}")))?;
+        if out.len() != 2 {
+            return Err(MlpError::Onnx(format!(
+                "the network has {} outputs, expected 2 (prob, count)",
+                out.len()
+            )));
+        }
+        for (o, dst) in out.iter().zip([prob, count]) {
+            let v = o
+                .to_plain_array_view::<f32>()
+                .map_err(|e| MlpError::Onnx(format!("{e:#}")))?;
+            for (d, s) in dst.iter_mut().zip(v.iter()) {
+                *d = *s;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The learned global policy: features, MLP, decoding, repair (and search).
+#[derive(Debug)]
+pub struct MlpPolicy {
+    name: String,
+    encoding: Encoding,
+    net: OnnxMlp,
+    threshold: f32,
+    local_search: bool,
+    share_decoding: bool,
+    search: search::Search,
+    features: Vec<f32>,
+    prob: Vec<f32>,
+    count: Vec<f32>,
+    sidecar: Sidecar,
+    dims: (usize, usize, usize),
+    last_error: Option<String>,
+}
+
+impl MlpPolicy {
+    /// Loads a policy for `system` from the ONNX bytes and the sidecar text;
+    /// refuses a policy trained for another system or profile.
+    pub fn new(system: &System, onnx: &[u8], sidecar: &str) -> Result<Self, MlpError> {
+        let sidecar: Sidecar = serde_json::from_str(sidecar)?;
+        if sidecar.format != SIDECAR_FORMAT {
+            return Err(MlpError::Format {
+                got: sidecar.format,
+            });
+        }
+        if sidecar.system_name != system.name {
+            return Err(MlpError::SystemMismatch {
+                what: "system name",
+                trained: sidecar.system_name,
+                actual: system.name.clone(),
+            });
+        }
+        let fp = fingerprint(system);
+        if sidecar.system_fingerprint != fp {
+            return Err(MlpError::SystemMismatch {
+                what: "profile fingerprint (models, processors, N_j, t_e, t_l)",
+                trained: sidecar.system_fingerprint,
+                actual: fp,
+            });
+        }
+        let encoding = Encoding::new(system);
+        if sidecar.features != encoding.feature_names() {
+            return Err(MlpError::SystemMismatch {
+                what: "feature layout",
+                trained: sidecar.features.join(","),
+                actual: encoding.feature_names().join(","),
+            });
+        }
+        let slots = slot_names(system, &encoding);
+        if sidecar.outputs.slots != slots {
+            return Err(MlpError::SystemMismatch {
+                what: "output slots",
+                trained: sidecar.outputs.slots.join(","),
+                actual: slots.join(","),
+            });
+        }
+        let threshold = sidecar.outputs.threshold;
+        if !(threshold > 0.0 && threshold < 1.0) {
+            return Err(MlpError::Onnx(format!(
+                "sidecar threshold {threshold} is not in (0, 1)"
+            )));
+        }
+        let net = OnnxMlp::load(onnx, encoding.num_features(), slots.len())?;
+        Ok(MlpPolicy {
+            name: format!("mlp({})", system.name),
+            features: vec![0.0; encoding.num_features()],
+            prob: vec![0.0; slots.len()],
+            count: vec![0.0; slots.len()],
+            search: search::Search::new(system),
+            local_search: sidecar.local_search,
+            share_decoding: true,
+            threshold,
+            encoding,
+            net,
+            sidecar,
+            dims: (
+                system.num_models(),
+                system.num_processors(),
+                system.max_batch,
+            ),
+            last_error: None,
+        })
+    }
+
+    /// Turns the local search on or off (the sidecar sets the default).
+    pub fn set_local_search(&mut self, on: bool) {
+        self.local_search = on;
+    }
+
+    /// Turns share decoding on (default) or off: off uses the thresholded
+    /// counts as they are.
+    pub fn set_share_decoding(&mut self, on: bool) {
+        self.share_decoding = on;
+    }
+
+    /// The sidecar the policy was loaded with.
+    pub fn sidecar(&self) -> &Sidecar {
+        &self.sidecar
+    }
+
+    /// The error of the last [`GlobalPolicy::plan`] call, if it had one.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// The network's raw decoding of `input`, before repair.
+    pub fn decode(&mut self, system: &System, input: &PlanInput) -> Result<Plan, String> {
+        self.encoding
+            .write(system, input, &mut self.features)
+            .map_err(|e| e.to_string())?;
+        self.net
+            .run_into(&self.features, &mut self.prob, &mut self.count)
+            .map_err(|e| e.to_string())?;
+        let mut plan = Plan::empty(system);
+        for (s, slot) in self.encoding.slots().iter().enumerate() {
+            if self.prob[s] >= self.threshold {
+                let cap = (input.scene[slot.model.0] as usize / slot.k) as f32;
+                let b = self.count[s].round().clamp(1.0, cap.max(1.0));
+                plan.set_batches(slot.model, slot.proc, slot.k, b as u32);
+                plan.set_resident(slot.model, slot.proc, true);
+            }
+        }
+        if let Some(root) = system.roots().next() {
+            plan.set_resident(root, Detector::fastest(system).proc, true);
+        }
+        Ok(plan)
+    }
+
+    fn try_plan(&mut self, system: &System, input: &PlanInput) -> Result<Plan, String> {
+        if self.dims
+            != (
+                system.num_models(),
+                system.num_processors(),
+                system.max_batch,
+            )
+        {
+            return Err("the system differs from the one the policy was loaded for".into());
+        }
+        let mut raw = self.decode(system, input)?;
+        if self.share_decoding {
+            if let Some(shaped) = self.search.by_shares(system, input, &raw) {
+                raw = shaped;
+            }
+        }
+        let repaired = repair(system, input, &raw).map_err(|e| e.to_string())?;
+        if !self.local_search {
+            return Ok(repaired);
+        }
+        let det = Detector::fastest(system);
+        match self.search.improve(system, input, &repaired) {
+            Some(better)
+                if better.infeasibility(system, input).is_none()
+                    && better.makespan_ms(system, input, det)
+                        < repaired.makespan_ms(system, input, det) =>
+            {
+                Ok(better)
+            }
+            _ => Ok(repaired),
+        }
+    }
+}
+
+impl GlobalPolicy for MlpPolicy {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn plan(&mut self, system: &System, input: &PlanInput) -> Plan {
+        match self.try_plan(system, input) {
+            Ok(plan) => {
+                self.last_error = None;
+                plan
+            }
+            Err(e) => {
+                self.last_error = Some(e);
+                if input.validate(system).is_err() {
+                    return Plan::empty(system);
+                }
+                repair(system, input, &Plan::empty(system)).unwrap_or_else(|e| {
+                    self.last_error = Some(e.to_string());
+                    Plan::empty(system)
+                })
+            }
+        }
+    }
+}
+
+/// Slot names "model@proc#k" in output order (the sidecar's `outputs.slots`).
+pub fn slot_names(system: &System, encoding: &Encoding) -> Vec<String> {
+    encoding
+        .slots()
+        .iter()
+        .map(|s| {
+            format!(
+                "{}@{}#{}",
+                system.models[s.model.0].name, system.processors[s.proc.0].name, s.k
+            )
+        })
+        .collect()
+}

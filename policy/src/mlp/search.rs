@@ -1,0 +1,343 @@
+//! Local search over a feasible plan: per (model, processor) request counts
+//! n(i,j), each batched by an exact min-cost composition, improved by moving
+//! 1..=n_b requests of one model between hosts while the makespan (then the
+//! total finish time, to cross plateaus) strictly improves.
+//!
+//! With the split n(i,j) fixed, the cheapest batching of each pair is optimal
+//! for the makespan, so the ILP optimum is a split plus that batching; the
+//! search walks splits. Buffers are allocated once per system.
+
+use crate::{Detector, ModelId, Plan, PlanInput, ProcId, System};
+
+/// Largest n(i,j) the batching tables cover; scenes beyond it skip the search.
+pub const MAX_REQUESTS: usize = 64;
+
+/// Most improving moves applied per plan (each is O(n_m n_p^2 n_b)).
+const MAX_MOVES: usize = 200;
+
+/// Precomputed batching tables and reusable state for one system.
+#[derive(Clone, Debug)]
+pub struct Search {
+    nm: usize,
+    np: usize,
+    /// cost[(i*np+j)*(C+1)+n]: least t_e sum for n requests of i on j.
+    cost: Vec<f64>,
+    /// last[...]: the batch size of one batch of an optimal composition.
+    last: Vec<u8>,
+    n: Vec<u32>,
+    res: Vec<bool>,
+    work: Vec<f64>,
+    ready: Vec<f64>,
+    count: Vec<usize>,
+    mem: Vec<f64>,
+}
+
+impl Search {
+    /// Builds the batching tables of `system`.
+    pub fn new(system: &System) -> Self {
+        let (nm, np) = (system.num_models(), system.num_processors());
+        let c = MAX_REQUESTS + 1;
+        let mut cost = vec![f64::INFINITY; nm * np * c];
+        let mut last = vec![0u8; nm * np * c];
+        for i in system.model_ids() {
+            for j in system.supporting(i) {
+                let base = (i.0 * np + j.0) * c;
+                cost[base] = 0.0;
+                for n in 1..c {
+                    for k in 1..=system.max_batch_on(i, j).min(n) {
+                        let v = cost[base + n - k] + system.exec_ms(i, j, k);
+                        if v < cost[base + n] {
+                            cost[base + n] = v;
+                            last[base + n] = k as u8;
+                        }
+                    }
+                }
+            }
+        }
+        Search {
+            nm,
+            np,
+            cost,
+            last,
+            n: vec![0; nm * np],
+            res: vec![false; nm * np],
+            work: vec![0.0; np],
+            ready: vec![0.0; np],
+            count: vec![0; np],
+            mem: vec![0.0; np],
+        }
+    }
+
+    /// Share decoding: reads n(i,j) = sum_k k b_k(i,j) of a raw plan as
+    /// request shares, rescales each model's shares to r_i (largest
+    /// remainder; a model with no share keeps none, for repair to place) and
+    /// batches every pair by its min-cost composition. Residency follows the
+    /// batches, plus the plan's roots. `None` beyond the tables.
+    pub fn by_shares(&self, system: &System, input: &PlanInput, raw: &Plan) -> Option<Plan> {
+        if system.num_models() != self.nm || system.num_processors() != self.np {
+            return None;
+        }
+        let mut out = Plan::empty(system);
+        for r in system.roots() {
+            for j in system.proc_ids() {
+                out.set_resident(r, j, raw.resident(r, j));
+            }
+        }
+        for i in system.request_models() {
+            let want = input.scene[i.0];
+            if want as usize > MAX_REQUESTS {
+                return None;
+            }
+            let total: u32 = system.proc_ids().map(|j| raw.served_on(i, j)).sum();
+            if total == 0 || want == 0 {
+                continue;
+            }
+            // Largest remainder over at most n_p hosts, without allocating.
+            let mut given = 0u32;
+            let mut share = [0u32; 16];
+            let mut rest = [0.0f64; 16];
+            if self.np > share.len() {
+                return None;
+            }
+            for j in system.proc_ids() {
+                let exact = want as f64 * raw.served_on(i, j) as f64 / total as f64;
+                share[j.0] = exact.floor() as u32;
+                rest[j.0] = exact - exact.floor();
+                given += share[j.0];
+            }
+            while given < want {
+                let j = (0..self.np)
+                    .filter(|&j| raw.served_on(i, ProcId(j)) > 0)
+                    .max_by(|&a, &b| rest[a].total_cmp(&rest[b]).then(b.cmp(&a)))
+                    .expect("total > 0 implies a host");
+                share[j] += 1;
+                rest[j] = -1.0;
+                given += 1;
+            }
+            for j in system.proc_ids() {
+                if share[j.0] == 0 {
+                    continue;
+                }
+                out.set_resident(i, j, true);
+                let base = (i.0 * self.np + j.0) * (MAX_REQUESTS + 1);
+                let mut n = share[j.0] as usize;
+                while n > 0 {
+                    let k = self.last[base + n] as usize;
+                    out.set_batches(i, j, k, out.batches(i, j, k) + 1);
+                    n -= k;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn pair_cost(&self, i: usize, j: usize, n: u32) -> f64 {
+        self.cost[(i * self.np + j) * (MAX_REQUESTS + 1) + n as usize]
+    }
+
+    fn load(&self, system: &System, input: &PlanInput, i: usize, j: usize) -> f64 {
+        if input.was_resident(system, ModelId(i), ProcId(j)) {
+            0.0
+        } else {
+            system.load_ms(ModelId(i), ProcId(j)) / input.frames_per_epoch.max(1.0)
+        }
+    }
+
+    /// Re-batches a feasible plan optimally per pair and improves its split;
+    /// `None` when the scene is beyond the tables. The caller keeps whichever
+    /// of the two plans has the lower makespan.
+    pub fn improve(&mut self, system: &System, input: &PlanInput, plan: &Plan) -> Option<Plan> {
+        if system.num_models() != self.nm || system.num_processors() != self.np {
+            return None;
+        }
+        if system
+            .request_models()
+            .any(|i| input.scene[i.0] as usize > MAX_REQUESTS)
+        {
+            return None;
+        }
+        let det = Detector::fastest(system);
+        let d = input.rem_ms[det.proc.0] + det.exec_ms;
+        let np = self.np;
+        for j in 0..np {
+            self.ready[j] = input.rem_ms[j].max(d);
+            self.work[j] = 0.0;
+            self.count[j] = 0;
+            self.mem[j] = 0.0;
+        }
+        for i in system.model_ids() {
+            let root = system.models[i.0].parent.is_none();
+            for j in system.proc_ids() {
+                let x = i.0 * np + j.0;
+                self.n[x] = if root { 0 } else { plan.served_on(i, j) };
+                self.res[x] = if root {
+                    plan.resident(i, j)
+                } else {
+                    self.n[x] > 0
+                };
+                if self.res[x] {
+                    self.count[j.0] += 1;
+                    self.mem[j.0] += system.size_mb(i, j);
+                    self.work[j.0] +=
+                        self.pair_cost(i.0, j.0, self.n[x]) + self.load(system, input, i.0, j.0);
+                }
+            }
+        }
+        for _ in 0..MAX_MOVES {
+            let (mut best, mut best_move) = (self.objective(d), None);
+            for i in system.request_models() {
+                for src in system.supporting(i) {
+                    let xs = i.0 * np + src.0;
+                    let have = self.n[xs];
+                    if have == 0 {
+                        continue;
+                    }
+                    for dst in system.supporting(i) {
+                        if dst == src {
+                            continue;
+                        }
+                        let xd = i.0 * np + dst.0;
+                        let new_host = !self.res[xd];
+                        if new_host && !self.fits(system, i, dst) {
+                            continue;
+                        }
+                        for delta in 1..=have.min(system.max_batch as u32) {
+                            let o = self.moved(system, input, d, i, src, dst, delta);
+                            if better(o, best) {
+                                best = o;
+                                best_move = Some((i, src, dst, delta));
+                            }
+                        }
+                    }
+                }
+            }
+            let Some((i, src, dst, delta)) = best_move else {
+                break;
+            };
+            self.apply(system, input, i, src, dst, delta);
+        }
+        let mut out = Plan::empty(system);
+        for i in system.model_ids() {
+            for j in system.proc_ids() {
+                let x = i.0 * np + j.0;
+                out.set_resident(i, j, self.res[x]);
+                let base = x * (MAX_REQUESTS + 1);
+                let mut n = self.n[x] as usize;
+                while n > 0 {
+                    let k = self.last[base + n] as usize;
+                    out.set_batches(i, j, k, out.batches(i, j, k) + 1);
+                    n -= k;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn fits(&self, system: &System, i: ModelId, j: ProcId) -> bool {
+        let p = &system.processors[j.0];
+        self.count[j.0] < p.max_resident
+            && p.memory_budget_mb
+                .is_none_or(|b| self.mem[j.0] + system.size_mb(i, j) <= b + 1e-9)
+    }
+
+    fn objective(&self, d: f64) -> (f64, f64) {
+        let mut t = d;
+        let mut sum = 0.0;
+        for j in 0..self.np {
+            let f = self.ready[j] + self.work[j];
+            t = t.max(f);
+            sum += f;
+        }
+        (t, sum)
+    }
+
+    /// Objective after moving `delta` requests of i from src to dst.
+    #[allow(clippy::too_many_arguments)]
+    fn moved(
+        &self,
+        system: &System,
+        input: &PlanInput,
+        d: f64,
+        i: ModelId,
+        src: ProcId,
+        dst: ProcId,
+        delta: u32,
+    ) -> (f64, f64) {
+        let (ws, wd) = self.shifted(system, input, i, src, dst, delta);
+        let mut t = d;
+        let mut sum = 0.0;
+        for j in 0..self.np {
+            let w = if j == src.0 {
+                ws
+            } else if j == dst.0 {
+                wd
+            } else {
+                self.work[j]
+            };
+            let f = self.ready[j] + w;
+            t = t.max(f);
+            sum += f;
+        }
+        (t, sum)
+    }
+
+    /// New work on src and dst after the move.
+    fn shifted(
+        &self,
+        system: &System,
+        input: &PlanInput,
+        i: ModelId,
+        src: ProcId,
+        dst: ProcId,
+        delta: u32,
+    ) -> (f64, f64) {
+        let np = self.np;
+        let (xs, xd) = (i.0 * np + src.0, i.0 * np + dst.0);
+        let (ns, nd) = (self.n[xs], self.n[xd]);
+        let mut ws = self.work[src.0] - self.pair_cost(i.0, src.0, ns)
+            + self.pair_cost(i.0, src.0, ns - delta);
+        if ns == delta {
+            ws -= self.load(system, input, i.0, src.0);
+        }
+        let mut wd = self.work[dst.0] - self.pair_cost(i.0, dst.0, nd)
+            + self.pair_cost(i.0, dst.0, nd + delta);
+        if !self.res[xd] {
+            wd += self.load(system, input, i.0, dst.0);
+        }
+        (ws, wd)
+    }
+
+    fn apply(
+        &mut self,
+        system: &System,
+        input: &PlanInput,
+        i: ModelId,
+        src: ProcId,
+        dst: ProcId,
+        delta: u32,
+    ) {
+        let (ws, wd) = self.shifted(system, input, i, src, dst, delta);
+        let np = self.np;
+        let (xs, xd) = (i.0 * np + src.0, i.0 * np + dst.0);
+        self.work[src.0] = ws;
+        self.work[dst.0] = wd;
+        self.n[xs] -= delta;
+        self.n[xd] += delta;
+        if self.n[xs] == 0 {
+            self.res[xs] = false;
+            self.count[src.0] -= 1;
+            self.mem[src.0] -= system.size_mb(i, src);
+        }
+        if !self.res[xd] {
+            self.res[xd] = true;
+            self.count[dst.0] += 1;
+            self.mem[dst.0] += system.size_mb(i, dst);
+        }
+    }
+}
+
+/// Strictly better in (makespan, total finish), with a tolerance so float
+/// noise cannot cycle.
+fn better(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0 < b.0 - 1e-9 || (a.0 <= b.0 + 1e-9 && a.1 < b.1 - 1e-9)
+}
