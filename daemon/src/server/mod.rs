@@ -1,4 +1,184 @@
 //! The service shell around the frame path: Unix socket server, flow
 //! control, metrics and health, signals and systemd integration.
+//!
+//! [`Server::run`] accepts connections until [`ServerHandle::shutdown`], then
+//! drains: it stops accepting, answers waiting frames `ShuttingDown`, awaits
+//! frames in flight up to the drain limit and returns once every answer has
+//! been written (or the writers' grace period is over).
 
+pub mod admission;
 pub mod config;
+mod conn;
+mod dispatch;
+pub mod http;
+pub mod listener;
+pub mod logging;
+pub mod metrics;
+pub mod systemd;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use camdnn_protocol::ErrorCode;
+use tokio::net::UnixListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use self::config::ServerConfig;
+use self::dispatch::{Dispatch, Phase};
+use crate::pipeline::FrameProcessor;
+
+/// Extra time connection writers get after the drain limit to flush answers.
+const WRITE_GRACE: Duration = Duration::from_millis(500);
+
+/// The socket server with its flow control.
+pub struct Server {
+    cfg: Arc<ServerConfig>,
+    dispatch: Arc<Dispatch>,
+    stop: watch::Sender<bool>,
+    connections: Arc<AtomicUsize>,
+}
+
+/// Controls a running [`Server`] from elsewhere (signal handlers, tests).
+#[derive(Clone)]
+pub struct ServerHandle {
+    dispatch: Arc<Dispatch>,
+    stop: watch::Sender<bool>,
+    connections: Arc<AtomicUsize>,
+}
+
+impl ServerHandle {
+    /// Starts the drain (idempotent).
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Sends new frames to `processor` from now on; frames in flight finish
+    /// on the old one, so none is dropped by the switch.
+    pub fn replace_processor(&self, processor: Arc<dyn FrameProcessor>) {
+        self.dispatch.set_processor(processor);
+    }
+
+    /// Applies the reloadable flow-control limits of `cfg`.
+    pub fn apply_limits(&self, cfg: &ServerConfig) {
+        self.dispatch
+            .set_limits(cfg.max_pending, cfg.stream_max_in_flight);
+    }
+
+    /// True once [`ServerHandle::shutdown`] has been called.
+    pub fn is_draining(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// True while serving (not draining) and the processor is ready.
+    pub fn is_ready(&self) -> bool {
+        !*self.stop.borrow() && self.dispatch.processor().is_ready()
+    }
+
+    /// Frames waiting for admission, frames in the processor, open connections.
+    pub fn load(&self) -> (usize, usize, usize) {
+        let (p, f) = self.dispatch.load();
+        (p, f, self.connections.load(Ordering::Relaxed))
+    }
+}
+
+impl Server {
+    /// A server with `cfg`'s limits feeding `processor`.
+    pub fn new(cfg: ServerConfig, processor: Arc<dyn FrameProcessor>) -> Self {
+        let dispatch = Arc::new(Dispatch::new(
+            processor,
+            cfg.max_pending,
+            cfg.stream_max_in_flight,
+        ));
+        Self {
+            cfg: Arc::new(cfg),
+            dispatch,
+            stop: watch::channel(false).0,
+            connections: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A handle for shutdown, processor replacement and readiness.
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle {
+            dispatch: Arc::clone(&self.dispatch),
+            stop: self.stop.clone(),
+            connections: Arc::clone(&self.connections),
+        }
+    }
+
+    /// Serves `listener` until shutdown, then drains (see the module docs).
+    pub async fn run(self, listener: UnixListener) {
+        static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
+        let mut stop = self.stop.subscribe();
+        let mut tasks = JoinSet::new();
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = stop.wait_for(|s| *s) => break,
+            };
+            let stream = match accepted {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            };
+            // Reap finished connection tasks so the set stays small.
+            while tasks.try_join_next().is_some() {}
+            let open = self.connections.load(Ordering::Relaxed);
+            if open >= self.cfg.max_connections {
+                ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "refused").increment(1);
+                tasks.spawn(conn::refuse(
+                    stream,
+                    ErrorCode::Internal,
+                    format!(
+                        "too many connections (at most {})",
+                        self.cfg.max_connections
+                    ),
+                ));
+                continue;
+            }
+            ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "accepted").increment(1);
+            let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+            let (cfg, dispatch, count) = (
+                Arc::clone(&self.cfg),
+                Arc::clone(&self.dispatch),
+                Arc::clone(&self.connections),
+            );
+            count.fetch_add(1, Ordering::Relaxed);
+            ::metrics::gauge!(metrics::CONNECTIONS).increment(1.0);
+            tasks.spawn(async move {
+                conn::serve(id, stream, cfg, dispatch).await;
+                count.fetch_sub(1, Ordering::Relaxed);
+                ::metrics::gauge!(metrics::CONNECTIONS).decrement(1.0);
+            });
+        }
+        drop(listener);
+        let limit = Instant::now() + self.cfg.drain_timeout();
+        let (pending, in_flight) = self.dispatch.load();
+        tracing::info!(pending, in_flight, "draining");
+        self.dispatch.drain(limit).await;
+        let (_, left) = self.dispatch.load();
+        if left > 0 {
+            tracing::warn!(
+                left,
+                "drain limit reached; answered frames still in flight as shutting down"
+            );
+        }
+        let flushed = tokio::time::timeout_at((limit + WRITE_GRACE).into(), async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if flushed.is_err() {
+            tracing::warn!(
+                connections = tasks.len(),
+                "some clients did not read their answers in time; closing them"
+            );
+            tasks.abort_all();
+        }
+        debug_assert!(*self.dispatch.phase().borrow() == Phase::Closing);
+    }
+}

@@ -1,0 +1,250 @@
+//! `camdnnd serve`: the daemon. Loads the config, starts the pipeline, serves
+//! the Unix socket (own or systemd's), metrics and health over HTTP, and
+//! handles signals: SIGTERM/SIGINT drain and exit 0, SIGHUP reloads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use futures::StreamExt;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook_tokio::Signals;
+
+use crate::config::DaemonConfig;
+use crate::pipeline::FrameProcessor;
+use crate::server::config::ServerConfig;
+use crate::server::listener::Listener;
+use crate::server::{http, logging, metrics, systemd, Server, ServerHandle};
+
+/// Options of `camdnnd serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The daemon's config file.
+    #[arg(long, default_value = "/etc/camdnn/camdnnd.toml")]
+    pub config: PathBuf,
+}
+
+/// Builds a frame processor from a config (the real one is
+/// [`crate::pipeline::build`]).
+pub type BuildFn = fn(&DaemonConfig) -> anyhow::Result<Arc<dyn FrameProcessor>>;
+
+/// Runs the daemon until SIGTERM/SIGINT and the drain are over.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    run_with(args, crate::pipeline::build)
+}
+
+/// [`run`] with another processor builder.
+pub fn run_with(args: &Args, build: BuildFn) -> anyhow::Result<()> {
+    let cfg = load(&args.config)?;
+    logging::init(&cfg.log)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("camdnnd-io")
+        .build()
+        .context("starting the async runtime")?;
+    let result = rt.block_on(serve(args.config.clone(), cfg, build));
+    if let Err(e) = &result {
+        tracing::error!("camdnnd failed: {e:#}");
+    }
+    // Worker threads of the pipeline end with their owners; do not wait for
+    // stray blocking tasks (a reload still building, say).
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
+}
+
+/// Reads and validates a config file (the same checks at start and reload).
+fn load(path: &Path) -> anyhow::Result<DaemonConfig> {
+    let cfg = DaemonConfig::load(path)?;
+    cfg.server
+        .validate()
+        .with_context(|| format!("in config {}", path.display()))?;
+    Ok(cfg)
+}
+
+async fn build_blocking(
+    build: BuildFn,
+    cfg: DaemonConfig,
+) -> anyhow::Result<Arc<dyn FrameProcessor>> {
+    tokio::task::spawn_blocking(move || build(&cfg))
+        .await
+        .context("the pipeline builder panicked")?
+}
+
+async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Result<()> {
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), config = %path.display(), "camdnnd starting");
+    systemd::status("loading models");
+    // Health and metrics first, so /health/live answers while models load.
+    let (ready_tx, ready_rx) = tokio::sync::watch::channel(None::<ServerHandle>);
+    let mut http_task = None;
+    if cfg.metrics.enabled {
+        let recorder = metrics::install().context("installing the metrics recorder")?;
+        let upkeep = recorder.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                upkeep.run_upkeep();
+            }
+        });
+        let listener = tokio::net::TcpListener::bind(cfg.metrics.listen)
+            .await
+            .with_context(|| format!("[metrics] binding {}", cfg.metrics.listen))?;
+        tracing::info!(listen = %cfg.metrics.listen, "serving /metrics, /health/live, /health/ready");
+        let ready: http::ReadyFn = Arc::new(move || {
+            ready_rx
+                .borrow()
+                .as_ref()
+                .is_some_and(ServerHandle::is_ready)
+        });
+        http_task = Some(tokio::spawn(http::serve(listener, Some(recorder), ready)));
+    }
+    let processor = build_blocking(build, cfg.clone()).await?;
+    let mut listener = Listener::open(&cfg.server)?;
+    let socket = listener.take().context("the listener was already taken")?;
+    let server = Server::new(cfg.server.clone(), processor);
+    let handle = server.handle();
+    ready_tx.send_replace(Some(handle.clone()));
+
+    let signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).context("installing signal handlers")?;
+    let signals_handle = signals.handle();
+    let signal_task = tokio::spawn(handle_signals(signals, path, cfg, build, handle.clone()));
+    tokio::spawn(announce_ready(handle.clone()));
+    if let Some(period) = systemd::watchdog_interval() {
+        tokio::spawn(systemd::watchdog(period));
+    }
+
+    server.run(socket).await;
+    drop(listener);
+    signals_handle.close();
+    signal_task.abort();
+    if let Some(t) = http_task {
+        t.abort();
+    }
+    tracing::info!("camdnnd stopped");
+    Ok(())
+}
+
+/// Tells systemd READY=1 once the pipeline reports ready, then keeps the
+/// STATUS line current.
+async fn announce_ready(handle: ServerHandle) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    while !handle.is_ready() {
+        tick.tick().await;
+    }
+    ::metrics::gauge!(metrics::READY).set(1.0);
+    tracing::info!("ready");
+    systemd::ready("serving");
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        let (pending, in_flight, conns) = handle.load();
+        systemd::status(&format!(
+            "serving: {conns} connections, {in_flight} frames in flight, {pending} waiting"
+        ));
+    }
+}
+
+/// Handles signals. A reload runs in its own task (reloads one at a time),
+/// so SIGTERM is acted on at once even while a new pipeline is being built.
+async fn handle_signals(
+    mut signals: Signals,
+    path: PathBuf,
+    current: DaemonConfig,
+    build: BuildFn,
+    handle: ServerHandle,
+) {
+    let current = Arc::new(tokio::sync::Mutex::new(current));
+    let path = Arc::new(path);
+    while let Some(sig) = signals.next().await {
+        match sig {
+            SIGHUP => {
+                let (current, path, handle) =
+                    (Arc::clone(&current), Arc::clone(&path), handle.clone());
+                tokio::spawn(async move {
+                    let mut current = current.lock().await;
+                    if handle.is_draining() {
+                        return;
+                    }
+                    systemd::reloading();
+                    match reload(&path, &current, build, &handle).await {
+                        Ok(new) => {
+                            *current = new;
+                            ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "ok")
+                                .increment(1);
+                            tracing::info!(config = %path.display(), "config reloaded");
+                            systemd::ready("serving (config reloaded)");
+                        }
+                        Err(e) => {
+                            ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "error")
+                                .increment(1);
+                            tracing::error!("config reload failed, keeping the old config: {e:#}");
+                            systemd::ready("serving (last reload failed; old config kept)");
+                        }
+                    }
+                });
+            }
+            _ => {
+                tracing::info!(signal = sig, "shutting down");
+                systemd::stopping();
+                ::metrics::gauge!(metrics::READY).set(0.0);
+                handle.shutdown();
+            }
+        }
+    }
+}
+
+/// Validates the new config and builds its pipeline before switching to it;
+/// any failure leaves the running config untouched.
+async fn reload(
+    path: &Path,
+    current: &DaemonConfig,
+    build: BuildFn,
+    handle: &ServerHandle,
+) -> anyhow::Result<DaemonConfig> {
+    let new = load(path)?;
+    warn_restart_only(&current.server, &new.server);
+    if format!("{:?}", current.metrics) != format!("{:?}", new.metrics)
+        || format!("{:?}", current.log) != format!("{:?}", new.log)
+    {
+        tracing::warn!("[metrics] and [log] changes take effect at the next restart");
+    }
+    let processor = build_blocking(build, new.clone()).await?;
+    handle.replace_processor(processor);
+    handle.apply_limits(&new.server);
+    Ok(new)
+}
+
+fn warn_restart_only(old: &ServerConfig, new: &ServerConfig) {
+    let restart_only = [
+        ("socket", old.socket != new.socket),
+        ("socket_mode", old.socket_mode != new.socket_mode),
+        ("socket_group", old.socket_group != new.socket_group),
+        ("window", old.window != new.window),
+        (
+            "max_message_size",
+            old.max_message_size != new.max_message_size,
+        ),
+        (
+            "max_streams_per_connection",
+            old.max_streams_per_connection != new.max_streams_per_connection,
+        ),
+        (
+            "max_connections",
+            old.max_connections != new.max_connections,
+        ),
+        ("write_queue", old.write_queue != new.write_queue),
+        (
+            "default_priority",
+            old.default_priority != new.default_priority,
+        ),
+        (
+            "drain_timeout_ms",
+            old.drain_timeout_ms != new.drain_timeout_ms,
+        ),
+    ];
+    for (field, changed) in restart_only {
+        if changed {
+            tracing::warn!("[server] {field} changed: takes effect at the next restart");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! A minimal HTTP/1.1 listener for `/metrics`, `/health/live` and
+//! `/health/ready` (GET only, one request per connection). It is ours rather
+//! than the exporter's listener so the health endpoints share its port.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Readiness as the HTTP listener sees it.
+pub type ReadyFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Most HTTP requests served at once.
+const MAX_CONNECTIONS: usize = 16;
+/// Longest request head read.
+const MAX_REQUEST: usize = 8192;
+/// Time allowed to send the request head.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Serves requests on `listener` forever (drop the task to stop).
+pub async fn serve(listener: TcpListener, metrics: Option<PrometheusHandle>, ready: ReadyFn) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            continue; // over the limit: close at once
+        };
+        let (metrics, ready) = (metrics.clone(), Arc::clone(&ready));
+        tokio::spawn(async move {
+            let _ = handle(stream, metrics.as_ref(), &ready).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn handle(
+    mut stream: TcpStream,
+    metrics: Option<&PrometheusHandle>,
+    ready: &ReadyFn,
+) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(512);
+    let head = tokio::time::timeout(READ_TIMEOUT, async {
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok::<bool, std::io::Error>(false);
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n") {
+                return Ok(true);
+            }
+            if buf.len() > MAX_REQUEST {
+                return Ok(false);
+            }
+        }
+    })
+    .await;
+    let (status, ctype, body) = match head {
+        Ok(Ok(true)) => route(&buf, metrics, ready),
+        _ => (400, "text/plain", "bad request\n".to_owned()),
+    };
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        503 => "Service Unavailable",
+        _ => "Bad Request",
+    };
+    let response = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+fn route(
+    head: &[u8],
+    metrics: Option<&PrometheusHandle>,
+    ready: &ReadyFn,
+) -> (u16, &'static str, String) {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method != "GET" {
+        return (405, "text/plain", "only GET is served\n".into());
+    }
+    let path = target.split('?').next().unwrap_or("");
+    match path {
+        "/metrics" => match metrics {
+            Some(h) => (200, "text/plain; version=0.0.4", h.render()),
+            None => (
+                404,
+                "text/plain",
+                "metrics are not recorded by this process\n".into(),
+            ),
+        },
+        "/health/live" => (200, "text/plain", "live\n".into()),
+        "/health/ready" if ready() => (200, "text/plain", "ready\n".into()),
+        "/health/ready" => (503, "text/plain", "not ready\n".into()),
+        _ => (
+            404,
+            "text/plain",
+            "not found; try /metrics, /health/live, /health/ready\n".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(head: &str, ready: bool) -> (u16, String) {
+        let ready: ReadyFn = Arc::new(move || ready);
+        let (status, _, body) = route(head.as_bytes(), None, &ready);
+        (status, body)
+    }
+
+    #[test]
+    fn routes_health_and_refuses_the_rest() {
+        assert_eq!(get("GET /health/live HTTP/1.1\r\n\r\n", false).0, 200);
+        assert_eq!(get("GET /health/ready HTTP/1.1\r\n\r\n", true).0, 200);
+        assert_eq!(get("GET /health/ready?x=1 HTTP/1.1\r\n\r\n", false).0, 503);
+        assert_eq!(get("POST /health/live HTTP/1.1\r\n\r\n", true).0, 405);
+        assert_eq!(get("GET /other HTTP/1.1\r\n\r\n", true).0, 404);
+        assert_eq!(
+            get("GET /metrics HTTP/1.1\r\n\r\n", true).0,
+            404,
+            "no recorder here"
+        );
+        assert_eq!(get("\u{0}\u{1} garbage", true).0, 405);
+    }
+}
