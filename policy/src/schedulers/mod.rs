@@ -1,12 +1,14 @@
 //! Online schedulers the simulator (and the daemon) can run: camdnn's local
 //! dispatcher and the baselines it is measured against.
 
+mod camdnn;
 mod cq;
 mod fixed;
 mod heft;
 mod local;
 mod ltf;
 
+pub use camdnn::{stay_plan, Camdnn, GreedyPlanner};
 pub use cq::CentralQueue;
 pub use fixed::Fixed;
 pub use heft::Heft;
@@ -149,6 +151,7 @@ pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Sche
     use crate::spec::ProcessorKind;
     use crate::HostRule;
     Some(match name {
+        "camdnn-greedy" => Box::new(Camdnn::new(GreedyPlanner, wait_ms)),
         "camdnn-local" => Box::new(LocalDispatcher::new(HostRule::PerRequest, wait_ms)),
         "camdnn-local-eft" => Box::new(LocalDispatcher::new(HostRule::FinishTime, wait_ms)),
         "heft" => Box::new(Heft),
