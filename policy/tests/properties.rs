@@ -196,12 +196,12 @@ proptest! {
             }
             prop_assert_eq!(&r.served, &want, "{}", name);
             prop_assert!(r.frames.iter().all(|fr| fr.delay_ms.is_none_or(|d| d > 0.0)));
-            // Per-frame busy time and loads add up to the totals (no global step here).
+            // Per-frame busy time and loads add up to the totals.
             for j in system.proc_ids() {
                 let per_frame: f64 = r.frames.iter().map(|fr| fr.busy_ms[j.0]).sum();
                 prop_assert!((per_frame - r.busy_ms[j.0]).abs() < 1e-6 * r.busy_ms[j.0].max(1.0));
             }
-            prop_assert_eq!(r.frames.iter().map(|fr| fr.loads).sum::<u32>(), r.loads);
+            prop_assert_eq!(r.frames.iter().map(|fr| fr.loads).sum::<u32>() + r.epoch_loads, r.loads);
             prop_assert!(r.frames.iter().all(|fr| fr.delay_ms.is_some() || fr.loads == 0));
         }
     }

@@ -135,6 +135,7 @@ pub fn best_resident_batch(system: &System, cluster: &Cluster, i: ModelId) -> us
 
 /// The names [`by_name`] accepts, in report order.
 pub const BASELINES: &[&str] = &[
+    "camdnn-greedy",
     "camdnn-local",
     "camdnn-local-eft",
     "heft",

@@ -83,6 +83,8 @@ pub struct SimReport {
     pub flushes: [u64; 3],
     /// Global steps taken.
     pub epochs: u32,
+    /// Loads started by global steps (included in `loads`).
+    pub epoch_loads: u32,
     /// Simulated time from the first frame to the last result, ms.
     pub duration_ms: f64,
 }
@@ -261,6 +263,7 @@ pub fn simulate(
             served: vec![0; system.num_models()],
             flushes: [0; 3],
             epochs: 0,
+            epoch_loads: 0,
             duration_ms: 0.0,
         },
         sched: scheduler,
@@ -314,6 +317,7 @@ pub fn simulate(
                         sim.sched
                             .on_epoch(system, &mut sim.cluster, ev.t, &sim.last_scene, fpe);
                     sim.report.loads += out.loads;
+                    sim.report.epoch_loads += out.loads;
                     sim.report.epochs += 1;
                     sim.push(ev.t + cfg.epoch_ms, Kind::Epoch);
                 }
