@@ -77,20 +77,8 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     /// The paper's initialisation: the global step's plan for one request of
     /// each model on idle processors, loaded for free.
     fn initial_plan(&mut self, system: &System) -> Plan {
-        let scene: Vec<u32> = system
-            .model_ids()
-            .map(|m| u32::from(system.models[m.0].parent.is_some()))
-            .collect();
-        let rem = vec![0.0; system.num_processors()];
-        let residency = vec![false; system.num_models() * system.num_processors()];
-        let input = PlanInput {
-            scene: &scene,
-            rem_ms: &rem,
-            residency: &residency,
-            frames_per_epoch: 1e9,
-        };
-        let plan = repair(system, &input, &self.global.plan(system, &input))
-            .unwrap_or_else(|_| super::fastest_hosts(system));
+        let global = &mut self.global;
+        let plan = super::start_plan(system, |input| global.plan(system, input));
         self.plan = Some(plan.clone());
         plan
     }

@@ -100,6 +100,13 @@ pub trait Scheduler {
 /// Every model resident on its fastest processors, within N_j: the repaired
 /// plan for one request of each model.
 pub fn fastest_hosts(system: &System) -> Plan {
+    start_plan(system, |_| Plan::empty(system))
+}
+
+/// The repaired output of `planner` for the start-up situation: one request
+/// of each model, idle processors, nothing resident, loads free (the paper's
+/// initialisation step). An empty plan if no feasible one exists.
+pub fn start_plan(system: &System, planner: impl FnOnce(&PlanInput) -> Plan) -> Plan {
     let scene: Vec<u32> = system
         .model_ids()
         .map(|m| u32::from(system.models[m.0].parent.is_some()))
@@ -112,7 +119,8 @@ pub fn fastest_hosts(system: &System) -> Plan {
         residency: &residency,
         frames_per_epoch: 1e9,
     };
-    repair(system, &input, &Plan::empty(system)).unwrap_or_else(|_| Plan::empty(system))
+    let planned = planner(&input);
+    repair(system, &input, &planned).unwrap_or_else(|_| Plan::empty(system))
 }
 
 /// The best preferred batch size among processors where i is resident (all
