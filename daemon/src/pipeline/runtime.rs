@@ -523,8 +523,8 @@ impl Actor {
     fn send_batch(&mut self, model: ModelId, proc: ProcId, items: Vec<Item>, expected_finish: f64) {
         let id = self.next_batch;
         self.next_batch += 1;
-        let tensors: Vec<Tensor> = items.iter().map(|i| i.tensor.clone()).collect();
         let keys: Vec<(u64, usize)> = items.iter().map(|i| (i.frame, i.object)).collect();
+        let tensors: Vec<Tensor> = items.into_iter().map(|i| i.tensor).collect();
         let now = Instant::now();
         for (f, _) in &keys {
             if let Some(fs) = self.frames.get_mut(f) {

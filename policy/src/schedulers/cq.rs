@@ -2,7 +2,7 @@
 //! that is idle; when none is, to the first to become idle. No batching, no
 //! load awareness.
 
-use super::{Batching, Scheduler};
+use super::{cheapest_host, Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Fastest idle unit.
@@ -26,11 +26,9 @@ impl Scheduler for CentralQueue {
         i: ModelId,
         _waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        system
-            .supporting(i)
-            .filter(|&j| cluster.can_host(system, i, j))
-            .map(|j| (j, cluster.rem_ms(j, now), system.exec_ms(i, j, 1)))
-            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)))
-            .map(|(j, _, _)| (j, 1))
+        cheapest_host(system, cluster, i, |j| {
+            (cluster.rem_ms(j, now), system.exec_ms(i, j, 1))
+        })
+        .map(|j| (j, 1))
     }
 }

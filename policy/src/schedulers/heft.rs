@@ -2,7 +2,7 @@
 //! processor with the earliest finish time; no batching, and model load
 //! times are ignored when choosing (they are still paid).
 
-use super::{Batching, Scheduler};
+use super::{cheapest_host, Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Earliest-finish-time, unbatched, load-unaware.
@@ -26,11 +26,9 @@ impl Scheduler for Heft {
         i: ModelId,
         _waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        system
-            .supporting(i)
-            .filter(|&j| cluster.can_host(system, i, j))
-            .map(|j| (j, cluster.rem_ms(j, now) + system.exec_ms(i, j, 1)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(j, _)| (j, 1))
+        cheapest_host(system, cluster, i, |j| {
+            (cluster.rem_ms(j, now) + system.exec_ms(i, j, 1), 0.0)
+        })
+        .map(|j| (j, 1))
     }
 }

@@ -3,7 +3,7 @@
 //! each request goes to the processor that finishes it earliest, loads
 //! included. No batching.
 
-use super::{Batching, Scheduler};
+use super::{cheapest_host, Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Longest task first, earliest finish.
@@ -35,18 +35,14 @@ impl Scheduler for LongestTaskFirst {
         i: ModelId,
         _waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        system
-            .supporting(i)
-            .filter(|&j| cluster.can_host(system, i, j))
-            .map(|j| {
-                let load = if cluster.is_resident(i, j) {
-                    0.0
-                } else {
-                    system.load_ms(i, j)
-                };
-                (j, cluster.rem_ms(j, now) + load + system.exec_ms(i, j, 1))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(j, _)| (j, 1))
+        cheapest_host(system, cluster, i, |j| {
+            let load = if cluster.is_resident(i, j) {
+                0.0
+            } else {
+                system.load_ms(i, j)
+            };
+            (cluster.rem_ms(j, now) + load + system.exec_ms(i, j, 1), 0.0)
+        })
+        .map(|j| (j, 1))
     }
 }

@@ -141,6 +141,22 @@ pub fn best_resident_batch(system: &System, cluster: &Cluster, i: ModelId) -> us
         .unwrap_or(1)
 }
 
+/// The processor that can host model i with the smallest `cost` (compared
+/// lexicographically), for the one-request-at-a-time baselines.
+pub fn cheapest_host(
+    system: &System,
+    cluster: &Cluster,
+    i: ModelId,
+    cost: impl Fn(ProcId) -> (f64, f64),
+) -> Option<ProcId> {
+    system
+        .supporting(i)
+        .filter(|&j| cluster.can_host(system, i, j))
+        .map(|j| (j, cost(j)))
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))
+        .map(|(j, _)| j)
+}
+
 /// The names [`by_name`] accepts, in report order.
 pub const BASELINES: &[&str] = &[
     "camdnn-greedy",
