@@ -1,8 +1,10 @@
 //! One OS thread per processor: it owns the processor's resident models and executes
-//! load / unload / run commands strictly in arrival order, replying with outputs and
-//! measured times. The daemon's async runtime never runs inference; it sends commands.
+//! load / unload / run commands, replying with outputs and measured times. Runs queued
+//! between two loads / unloads go highest priority first (FIFO within a priority), so
+//! a frame's priority reaches the processor; loads and unloads are barriers that keep
+//! their place. The daemon's async runtime never runs inference; it sends commands.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -113,6 +115,8 @@ pub enum Command {
         model: String,
         /// Inputs, leading dim = batch.
         inputs: Vec<Tensor>,
+        /// Scheduling priority (0 lowest): among queued runs, higher goes first.
+        priority: u8,
         /// When the command was created (for queue time).
         submitted: Instant,
         /// Where to answer.
@@ -163,16 +167,28 @@ impl WorkerHandle {
         })
     }
 
-    /// Queues a run; the submit time is taken now.
+    /// Queues a run at the lowest priority; the submit time is taken now.
     pub fn run(
         &self,
         model: impl Into<String>,
         inputs: Vec<Tensor>,
         reply: Reply<Result<RunReport, EngineError>>,
     ) -> Result<(), EngineError> {
+        self.run_with_priority(model, inputs, 0, reply)
+    }
+
+    /// Queues a run that goes before queued runs of lower `priority`.
+    pub fn run_with_priority(
+        &self,
+        model: impl Into<String>,
+        inputs: Vec<Tensor>,
+        priority: u8,
+        reply: Reply<Result<RunReport, EngineError>>,
+    ) -> Result<(), EngineError> {
         self.send(Command::Run {
             model: model.into(),
             inputs,
+            priority,
             submitted: Instant::now(),
             reply,
         })
@@ -307,9 +323,41 @@ fn panicked(proc: &ProcessorConfig, model: &str, stage: &str) -> EngineError {
     }
 }
 
+/// The next command to execute from `queue`: the highest-priority run before the
+/// first load / unload / shutdown (the oldest among equals), or that barrier
+/// itself when it is at the head.
+fn take_next(queue: &mut VecDeque<Command>) -> Option<Command> {
+    let mut best: Option<(usize, u8)> = None;
+    for (n, cmd) in queue.iter().enumerate() {
+        match cmd {
+            Command::Run { priority, .. } => {
+                if best.is_none_or(|(_, p)| *priority > p) {
+                    best = Some((n, *priority));
+                }
+            }
+            _ => break,
+        }
+    }
+    match best {
+        Some((n, _)) => queue.remove(n),
+        None => queue.pop_front(),
+    }
+}
+
 fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command>) {
     let mut models: HashMap<String, Box<dyn LoadedModel>> = HashMap::new();
-    while let Ok(cmd) = rx.recv() {
+    let mut queue: VecDeque<Command> = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match rx.recv() {
+                Ok(cmd) => queue.push_back(cmd),
+                Err(_) => break,
+            }
+        }
+        queue.extend(rx.try_iter());
+        let Some(cmd) = take_next(&mut queue) else {
+            break;
+        };
         match cmd {
             Command::Load { model, reply } => {
                 let started = Instant::now();
@@ -344,6 +392,7 @@ fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command
                 inputs,
                 submitted,
                 reply,
+                ..
             } => {
                 let Some(m) = models.get_mut(&model) else {
                     reply.send(Err(EngineError::NotLoaded {

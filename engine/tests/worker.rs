@@ -147,3 +147,74 @@ fn ort_provider_missing_from_the_build_is_a_start_up_error() {
         .expect("cpu provider is available")
         .shutdown();
 }
+
+/// Holds the worker inside a run's reply until the returned sender is used, so
+/// the commands queued meanwhile are all waiting when it picks the next one.
+fn hold_worker(h: &camdnn_engine::WorkerHandle) -> std::sync::mpsc::Sender<()> {
+    let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    h.run(
+        "m",
+        vec![Tensor::zeros("x", DType::F32, vec![1, 4])],
+        Reply::new(move |_| {
+            let _ = started_tx.send(());
+            let _ = gate_rx.recv();
+        }),
+    )
+    .unwrap();
+    started_rx.recv().unwrap();
+    gate_tx
+}
+
+#[test]
+fn queued_runs_go_highest_priority_first_and_loads_keep_their_place() {
+    let worker = Worker::spawn(ProcessorConfig::new("cpu", EngineKind::Sim), sim_engine()).unwrap();
+    let h = worker.handle();
+    h.load_blocking(ModelSource::new("m", "unused")).unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let queue_run = |tag: &'static str, priority: u8| {
+        let order = Arc::clone(&order);
+        h.run_with_priority(
+            "m",
+            vec![Tensor::zeros("x", DType::F32, vec![1, 4])],
+            priority,
+            Reply::new(move |r: Result<_, EngineError>| {
+                r.unwrap();
+                order.lock().unwrap().push(tag);
+            }),
+        )
+        .unwrap();
+    };
+
+    // Runs only: priority order, FIFO among equals.
+    let gate = hold_worker(&h);
+    queue_run("low", 0);
+    queue_run("high", 5);
+    queue_run("mid-a", 2);
+    queue_run("mid-b", 2);
+    gate.send(()).unwrap();
+    h.load_blocking(ModelSource::new("m", "unused")).unwrap();
+    assert_eq!(*order.lock().unwrap(), ["high", "mid-a", "mid-b", "low"]);
+    order.lock().unwrap().clear();
+
+    // An unload is a barrier: a high-priority run queued after it does not
+    // overtake it (it then finds the model gone), and the low one before it runs.
+    let gate = hold_worker(&h);
+    queue_run("before-unload", 0);
+    let (unload_reply, unload_rx) = Reply::channel();
+    h.unload("m", unload_reply).unwrap();
+    let (late_reply, late_rx) = Reply::channel();
+    h.run_with_priority(
+        "m",
+        vec![Tensor::zeros("x", DType::F32, vec![1, 4])],
+        9,
+        late_reply,
+    )
+    .unwrap();
+    gate.send(()).unwrap();
+    assert!(unload_rx.recv().unwrap().unwrap());
+    let late = late_rx.recv().unwrap().unwrap_err();
+    assert!(matches!(late, EngineError::NotLoaded { .. }), "{late}");
+    assert_eq!(*order.lock().unwrap(), ["before-unload"]);
+    worker.shutdown();
+}
