@@ -29,6 +29,7 @@ fn prints_every_scheduler_and_the_ratios() {
         String::from_utf8_lossy(&out.stderr)
     );
     for name in [
+        "camdnn",
         "camdnn-local",
         "heft",
         "cq",
@@ -55,7 +56,33 @@ fn prints_every_scheduler_and_the_ratios() {
             .parse()
             .unwrap()
     };
-    assert!(ratio("heft") > 1.0 && ratio("cq") > 1.0, "{stdout}");
+    // The ratios are relative to camdnn (the committed learned policy):
+    // it beats every baseline of the paper on the paper's trace.
+    assert!(stdout.contains("relative to camdnn "), "{stdout}");
+    for name in [
+        "camdnn-local",
+        "heft",
+        "cq",
+        "static-dist",
+        "cpu-only",
+        "gpu-only",
+    ] {
+        assert!(ratio(name) > 1.0, "camdnn does not beat {name}:\n{stdout}");
+    }
+}
+
+#[test]
+fn a_missing_policy_is_named() {
+    let out = camdnnd(&[
+        "simulate",
+        "--system",
+        "config/profiles/rb5.toml",
+        "--policy",
+        "config/policies/nope.onnx",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nope.onnx"), "{stderr}");
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //!   deterministic for a seed and resumable;
 //! - [`train`] / [`export`]: imitation training of the policy MLP (candle),
 //!   its fidelity evaluation, and ONNX + sidecar export;
+//! - [`reproduce`]: every experiment of the paper on one profile, written
+//!   to a Markdown report with SVG plots;
 //! - [`rng`]: the small, version-stable random generator the demos use.
 
 #![warn(missing_docs)]
@@ -20,6 +22,7 @@ pub mod demos;
 mod error;
 pub mod export;
 pub mod oracle;
+pub mod reproduce;
 pub mod rng;
 pub mod train;
 

@@ -47,6 +47,32 @@ enum Command {
     Export(camdnn_ilmodel::train::cli::ExportArgs),
     /// IL fidelity of an exported policy vs the ILP on held-out demonstrations.
     Eval(camdnn_ilmodel::train::cli::EvalArgs),
+    /// Re-run every experiment of the paper and write docs/results.md.
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(Args)]
+struct ReproduceArgs {
+    /// System TOML file.
+    #[arg(long, default_value = "config/profiles/rb5.toml")]
+    system: PathBuf,
+    /// Learned policy (ONNX); its sidecar is the same path with
+    /// `.policy.json` instead of `.onnx`. Default: config/policies/NAME.onnx.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Markdown report to write.
+    #[arg(long, default_value = "docs/results.md")]
+    out: PathBuf,
+    /// Folder for the SVG plots (linked from the report by its path
+    /// relative to the report's folder).
+    #[arg(long, default_value = "docs/results")]
+    svg_dir: PathBuf,
+    /// Smoke test: coarse scene grid, few Table 6 scenes and instances.
+    #[arg(long)]
+    quick: bool,
+    /// Worker threads; default: every core.
+    #[arg(long)]
+    jobs: Option<usize>,
 }
 
 /// One scene of a system.
@@ -122,6 +148,7 @@ fn main() -> Result<()> {
         Command::Train(args) => camdnn_ilmodel::train::cli::run_train(&args),
         Command::Export(args) => camdnn_ilmodel::train::cli::run_export(&args),
         Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
+        Command::Reproduce(args) => run_reproduce(&args),
     }
 }
 
@@ -290,4 +317,66 @@ fn run_demos(args: DemosArgs) -> Result<()> {
         s.times_path.display()
     );
     Ok(())
+}
+
+/// The sidecar path of a policy: `X.onnx` -> `X.policy.json`.
+fn sidecar_of(onnx: &Path) -> PathBuf {
+    onnx.with_extension("").with_extension("policy.json")
+}
+
+fn run_reproduce(args: &ReproduceArgs) -> Result<()> {
+    use camdnn_ilmodel::reproduce::{self, PolicyFiles, ReproConfig};
+    let (_, system) = load_system(&args.system)?;
+    let onnx_path = args.policy.clone().unwrap_or_else(|| {
+        args.system
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("..")
+            .join("policies")
+            .join(format!("{}.onnx", system.name))
+    });
+    let side_path = sidecar_of(&onnx_path);
+    let policy = PolicyFiles {
+        onnx: std::fs::read(&onnx_path)
+            .with_context(|| format!("reading the policy {}", onnx_path.display()))?,
+        sidecar: std::fs::read_to_string(&side_path)
+            .with_context(|| format!("reading the policy sidecar {}", side_path.display()))?,
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let config = if args.quick {
+        ReproConfig::quick(jobs)
+    } else {
+        ReproConfig::full(jobs)
+    };
+    let start = std::time::Instant::now();
+    let results = reproduce::run(&system, &policy, &config, |stage| {
+        eprintln!("[{:6.1} s] {stage}", start.elapsed().as_secs_f64());
+    })?;
+    let link = relative_link(&args.out, &args.svg_dir);
+    let command = format!(
+        "ilmodel reproduce --system {}{}",
+        args.system.display(),
+        if args.quick { " --quick" } else { "" }
+    );
+    reproduce::report::write(&results, &system, &command, &args.out, &args.svg_dir, &link)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    reproduce::report::print_summary(&results);
+    println!(
+        "wrote {} and {}/*.svg in {:.0} s",
+        args.out.display(),
+        args.svg_dir.display(),
+        results.wall_s
+    );
+    Ok(())
+}
+
+/// The SVG folder as seen from the report's folder (plain relative paths).
+fn relative_link(doc: &Path, svg_dir: &Path) -> String {
+    let doc_dir = doc.parent().unwrap_or(Path::new(""));
+    match svg_dir.strip_prefix(doc_dir) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => svg_dir.display().to_string(),
+    }
 }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use camdnn_policy::schedulers::{self, BASELINES};
+use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{simulate, SimConfig, SimReport, Trace};
 use camdnn_policy::System;
 
@@ -29,12 +30,20 @@ pub struct Args {
     /// Most objects per model in --random scenes.
     #[arg(long, default_value_t = 14)]
     pub max_objects: u32,
-    /// Comma-separated schedulers (default: all).
+    /// Comma-separated schedulers (default: all; `camdnn` is the full
+    /// scheduler with the learned policy, listed when a policy is at hand).
     #[arg(long, value_delimiter = ',')]
     pub schedulers: Vec<String>,
-    /// The scheduler the ratios are relative to.
-    #[arg(long, default_value = "camdnn-local")]
-    pub reference: String,
+    /// The learned global policy (ONNX) of the `camdnn` scheduler; its
+    /// sidecar is the same path with `.policy.json` for `.onnx`. Default:
+    /// `<system file's folder>/../policies/<system name>.onnx` when it exists
+    /// (config/policies/rb5.onnx for the shipped RB5 profile).
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// The scheduler the ratios are relative to (default: `camdnn` when a
+    /// policy is at hand, else `camdnn-local`).
+    #[arg(long)]
+    pub reference: Option<String>,
     /// Camera frames per second.
     #[arg(long, default_value_t = 14.0)]
     pub fps: f64,
@@ -84,29 +93,83 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crop_threads: args.crop_threads,
         drop_behind_ms: None,
     };
+    let policy_path = match &args.policy {
+        Some(p) => Some(p.clone()),
+        None => {
+            let default = args
+                .system
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join("..")
+                .join("policies")
+                .join(format!("{}.onnx", system.name));
+            default.exists().then_some(default)
+        }
+    };
     let names: Vec<String> = if args.schedulers.is_empty() {
-        BASELINES.iter().map(|s| s.to_string()).collect()
+        policy_path
+            .iter()
+            .map(|_| CAMDNN.to_string())
+            .chain(BASELINES.iter().map(|s| s.to_string()))
+            .collect()
     } else {
         args.schedulers.clone()
     };
     let mut reports = Vec::new();
     for name in &names {
-        let Some(mut s) = schedulers::by_name(&system, name, args.wait_ms) else {
-            bail!(
-                "unknown scheduler {name:?}; known: {}",
-                BASELINES.join(", ")
-            );
+        let mut s: Box<dyn Scheduler> = if name == CAMDNN {
+            let Some(path) = &policy_path else {
+                bail!(
+                    "scheduler camdnn needs a learned policy: pass --policy FILE.onnx (no {}.onnx in the policies folder beside {})",
+                    system.name,
+                    args.system.display()
+                );
+            };
+            Box::new(Camdnn::new(load_policy(&system, path)?, args.wait_ms).named(CAMDNN))
+        } else {
+            match schedulers::by_name(&system, name, args.wait_ms) {
+                Some(s) => s,
+                None => bail!(
+                    "unknown scheduler {name:?}; known: {CAMDNN}, {}",
+                    BASELINES.join(", ")
+                ),
+            }
         };
         reports.push(simulate(&system, s.as_mut(), &trace, &cfg)?);
     }
+    let reference = args.reference.clone().unwrap_or_else(|| {
+        if names.iter().any(|n| n == CAMDNN) {
+            CAMDNN.into()
+        } else {
+            "camdnn-local".into()
+        }
+    });
     if args.json {
         for r in &reports {
             println!("{}", report_json(&system, r));
         }
     } else {
-        print_table(&system, &trace, &reports, &args.reference);
+        print_table(&system, &trace, &reports, &reference);
     }
     Ok(())
+}
+
+/// Report name of camdnn with the learned policy.
+const CAMDNN: &str = "camdnn";
+
+/// Loads the ONNX policy at `path` and its sidecar (`X.onnx` -> `X.policy.json`).
+fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Result<MlpPolicy> {
+    let onnx = std::fs::read(path).with_context(|| format!("reading policy {}", path.display()))?;
+    let side_path = path.with_extension("").with_extension("policy.json");
+    let side = std::fs::read_to_string(&side_path)
+        .with_context(|| format!("reading policy sidecar {}", side_path.display()))?;
+    MlpPolicy::new(system, &onnx, &side).with_context(|| {
+        format!(
+            "loading policy {} for system {:?}",
+            path.display(),
+            system.name
+        )
+    })
 }
 
 fn print_table(system: &System, trace: &Trace, reports: &[SimReport], reference: &str) {

@@ -8,7 +8,7 @@ mod heft;
 mod local;
 mod ltf;
 
-pub use camdnn::{stay_plan, Camdnn, GreedyPlanner};
+pub use camdnn::{keep_idle_residents, stay_plan, Camdnn, GreedyPlanner};
 pub use cq::CentralQueue;
 pub use fixed::Fixed;
 pub use heft::Heft;
@@ -67,9 +67,9 @@ pub trait Scheduler {
     }
 
     /// Residency at start-up (loaded for free, as the paper ignores the
-    /// initial load).
+    /// initial load): the fastest hosts, free slots filled.
     fn initial_plan(&mut self, system: &System) -> Plan {
-        fastest_hosts(system)
+        fill_free_slots(system, &fastest_hosts(system))
     }
 
     /// Order in which a whole frame's models are placed ([`Batching::WholeFrame`]).
@@ -83,6 +83,10 @@ pub trait Scheduler {
     fn system_override(&self, _system: &System) -> Option<System> {
         None
     }
+
+    /// The scene r of the frame whose requests are about to be released,
+    /// once its detector has run (detectors' entries are 1).
+    fn observe_scene(&mut self, _system: &System, _cluster: &Cluster, _now: f64, _scene: &[u32]) {}
 
     /// The global step, called every epoch with the most recent scene.
     fn on_epoch(
@@ -121,6 +125,39 @@ pub fn start_plan(system: &System, planner: impl FnOnce(&PlanInput) -> Plan) -> 
     };
     let planned = planner(&input);
     repair(system, &input, &planned).unwrap_or_else(|_| Plan::empty(system))
+}
+
+/// `plan` with every free slot filled, since start-up loads are free: on
+/// each processor that hosts no detector (the detector's unit is kept for
+/// it, as in the paper's initial allocation), the classifiers it runs
+/// fastest are added while N_j and the memory budget allow.
+pub fn fill_free_slots(system: &System, plan: &Plan) -> Plan {
+    let mut out = plan.clone();
+    for j in system.proc_ids() {
+        if system.roots().any(|r| out.resident(r, j)) {
+            continue;
+        }
+        let p = &system.processors[j.0];
+        let mut candidates: Vec<ModelId> = system
+            .request_models()
+            .filter(|&i| system.supports(i, j) && !out.resident(i, j))
+            .collect();
+        candidates.sort_by(|&a, &b| system.exec_ms(a, j, 1).total_cmp(&system.exec_ms(b, j, 1)));
+        for i in candidates {
+            let mb: f64 = system
+                .model_ids()
+                .filter(|&m| out.resident(m, j))
+                .map(|m| system.size_mb(m, j))
+                .sum();
+            if out.resident_count(j) < p.max_resident
+                && p.memory_budget_mb
+                    .is_none_or(|b| mb + system.size_mb(i, j) <= b + 1e-9)
+            {
+                out.set_resident(i, j, true);
+            }
+        }
+    }
+    out
 }
 
 /// The best preferred batch size among processors where i is resident (all
@@ -176,7 +213,7 @@ pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Sche
     use crate::spec::ProcessorKind;
     use crate::HostRule;
     Some(match name {
-        "camdnn-greedy" => Box::new(Camdnn::new(GreedyPlanner, wait_ms)),
+        "camdnn-greedy" => Box::new(Camdnn::new(GreedyPlanner::default(), wait_ms)),
         "camdnn-local" => Box::new(LocalDispatcher::new(HostRule::PerRequest, wait_ms)),
         "camdnn-local-eft" => Box::new(LocalDispatcher::new(HostRule::FinishTime, wait_ms)),
         "heft" => Box::new(Heft),

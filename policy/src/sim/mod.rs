@@ -58,6 +58,9 @@ pub struct FrameOutcome {
     pub loads: u32,
     /// Busy time (loads + execution) its work took on each processor, ms.
     pub busy_ms: Vec<f64>,
+    /// rem_j of every processor when the frame arrived, ms (the backlog it
+    /// found).
+    pub rem_at_arrival_ms: Vec<f64>,
 }
 
 /// A simulation's results.
@@ -280,6 +283,7 @@ pub fn simulate(
                 delay_ms: None,
                 loads: 0,
                 busy_ms: vec![0.0; system.num_processors()],
+                rem_at_arrival_ms: Vec::new(),
             });
             sim.frames[f] = Some(FrameState {
                 arrival,
@@ -338,6 +342,7 @@ impl Sim<'_> {
     }
 
     fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
+        self.report.frames[f].rem_at_arrival_ms = self.cluster.rem_all(now);
         let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
         if self
             .system
@@ -421,6 +426,8 @@ impl Sim<'_> {
         fs.models_left -= 1;
         if system.models[i.0].parent.is_none() {
             self.last_scene.clone_from(&fs.scene);
+            self.sched
+                .observe_scene(system, &self.cluster, now, &fs.scene);
         }
         // Release the children's requests, crops prepared in parallel,
         // interleaving the children round-robin.

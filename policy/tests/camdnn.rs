@@ -1,0 +1,150 @@
+//! The full camdnn scheduler (global step + plan-following dispatcher) on
+//! the RB5-like profile: it beats the local dispatcher alone and the
+//! paper's baselines on the paper's trace, its dispatcher follows the
+//! plan's split, adoption evicts only to make room, and start-up fills
+//! free slots within N_j.
+
+use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::schedulers::{
+    self, fastest_hosts, fill_free_slots, keep_idle_residents, Camdnn, GreedyPlanner, Scheduler,
+};
+use camdnn_policy::sim::{full_scene, simulate, SimConfig, Trace};
+use camdnn_policy::{Cluster, Plan, PlanInput, System};
+
+const RB5: &str = include_str!("../../config/profiles/rb5.toml");
+const ONNX: &[u8] = include_bytes!("../../config/policies/rb5.onnx");
+const SIDECAR: &str = include_str!("../../config/policies/rb5.policy.json");
+
+fn rb5() -> System {
+    System::from_toml(RB5).unwrap()
+}
+
+fn mean(system: &System, s: &mut dyn Scheduler) -> (f64, usize) {
+    let r = simulate(system, s, &Trace::paper_fig11(), &SimConfig::default()).unwrap();
+    (r.delay().mean, r.dropped())
+}
+
+#[test]
+fn global_step_beats_the_local_dispatcher_and_the_baselines() {
+    let system = rb5();
+    let (greedy, greedy_drops) = mean(&system, &mut Camdnn::new(GreedyPlanner::default(), 5.0));
+    let mlp = MlpPolicy::new(&system, ONNX, SIDECAR).unwrap();
+    let (camdnn, camdnn_drops) = mean(&system, &mut Camdnn::new(mlp, 5.0));
+    for name in [
+        "camdnn-local",
+        "heft",
+        "cq",
+        "static-dist",
+        "cpu-only",
+        "gpu-only",
+    ] {
+        let mut s = schedulers::by_name(&system, name, 5.0).unwrap();
+        let (base, base_drops) = mean(&system, s.as_mut());
+        assert!(
+            greedy < base,
+            "camdnn-greedy {greedy:.1} ms vs {name} {base:.1} ms"
+        );
+        assert!(
+            camdnn < base,
+            "camdnn (MLP) {camdnn:.1} ms vs {name} {base:.1} ms"
+        );
+        // Not by dropping many more frames (one or two frames of slack).
+        assert!(
+            greedy_drops <= base_drops + 2 && camdnn_drops <= base_drops + 2,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn dispatcher_follows_the_plan_split_of_a_frame() {
+    let system = rb5();
+    let mut s = Camdnn::new(GreedyPlanner::default(), 5.0);
+    let mut cluster = Cluster::new(&system);
+    let start = s.initial_plan(&system);
+    cluster.preload(&system, &start);
+    let scene = full_scene(&system, &[13, 11, 2]);
+    s.observe_scene(&system, &cluster, 0.0, &scene);
+    let plan = s.plan().unwrap().clone();
+    let np = system.num_processors();
+    let mut placed = vec![0u32; system.num_models() * np];
+    for i in system.request_models() {
+        let mut left = scene[i.0] as usize;
+        while left > 0 {
+            let (j, k) = s.place(&system, &cluster, 0.0, i, left).unwrap();
+            assert!(k >= 1 && k <= left);
+            cluster.run(&system, 0.0, i, j, k);
+            placed[i.0 * np + j.0] += k as u32;
+            left -= k;
+        }
+        for j in system.proc_ids() {
+            assert_eq!(
+                placed[i.0 * np + j.0],
+                plan.served_on(i, j),
+                "{} on {}",
+                system.models[i.0].name,
+                system.processors[j.0].name
+            );
+        }
+    }
+}
+
+#[test]
+fn adoption_keeps_idle_residents_while_their_slot_is_free() {
+    let system = rb5();
+    let np = system.num_processors();
+    let gpu = system.proc_by_name("gpu").unwrap();
+    let (inc, squ, mob) = (
+        system.model_by_name("inception_v1").unwrap(),
+        system.model_by_name("squeezenet").unwrap(),
+        system.model_by_name("mobilenet_v1").unwrap(),
+    );
+    let mut old = vec![false; system.num_models() * np];
+    old[inc.0 * np + gpu.0] = true;
+    let scene = full_scene(&system, &[0, 4, 0]);
+    let rem = vec![0.0; np];
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &old,
+        frames_per_epoch: 70.0,
+    };
+    let mut plan = Plan::empty(&system);
+    plan.set_resident(squ, gpu, true);
+    let kept = keep_idle_residents(&system, &input, &plan);
+    assert!(
+        kept.resident(squ, gpu) && kept.resident(inc, gpu),
+        "one slot left: kept"
+    );
+    plan.set_resident(mob, gpu, true);
+    let full = keep_idle_residents(&system, &input, &plan);
+    assert!(
+        !full.resident(inc, gpu),
+        "N_gpu = 2 is full: the idle model goes"
+    );
+    assert_eq!(full.resident_count(gpu), 2);
+}
+
+#[test]
+fn start_up_fills_free_slots_but_not_the_detector_unit() {
+    let system = rb5();
+    let base = fastest_hosts(&system);
+    let filled = fill_free_slots(&system, &base);
+    let cpu = system.proc_by_name("cpu").unwrap();
+    for j in system.proc_ids() {
+        assert!(filled.resident_count(j) <= system.processors[j.0].max_resident);
+        for i in system.model_ids() {
+            assert!(!filled.resident(i, j) || system.supports(i, j));
+            if base.resident(i, j) {
+                assert!(filled.resident(i, j), "filling never evicts");
+            }
+        }
+    }
+    assert_eq!(filled.resident_count(cpu), base.resident_count(cpu));
+    let gpu = system.proc_by_name("gpu").unwrap();
+    assert_eq!(
+        filled.resident_count(gpu),
+        2,
+        "the idle GPU gets two models"
+    );
+}
