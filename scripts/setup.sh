@@ -25,3 +25,4 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
 echo "setup: done"
 bash scripts/fetch_models.sh
+bash scripts/fetch_test_images.sh

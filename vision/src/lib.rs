@@ -16,6 +16,9 @@
 //!    [`Normalizer::batch`] packs k crops into one batch.
 //! 6. [`classify`] (softmax, top-k, orientation) and [`ctc`] (PP-OCR text) read the classifier
 //!    outputs.
+//!
+//! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
+//! candidate in two more stages.
 
 #![warn(missing_docs)]
 
@@ -25,6 +28,7 @@ pub mod dbnet;
 mod error;
 mod frame;
 mod geometry;
+pub mod mtcnn;
 mod nms;
 mod normalize;
 mod resize;

@@ -1,5 +1,5 @@
-//! Pixels to f32 tensors: per-channel `(pixel * scale - mean) / std`, RGB or BGR order, NCHW or
-//! NHWC layout, one image or a batch of k crops in one buffer.
+//! Pixels to f32 tensors: per-channel `(pixel * scale - mean) / std`, RGB or BGR order, NCHW,
+//! NHWC or NWHC layout, one image or a batch of k crops in one buffer.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +25,9 @@ pub enum Layout {
     Nchw,
     /// Batch, height, width, channel (TFLite models).
     Nhwc,
+    /// Batch, width, height, channel: NHWC with the image transposed (MTCNN's Caffe-born
+    /// weights as the Keras/ONNX ports ship them).
+    Nwhc,
 }
 
 /// How a model wants its input normalised: `out[c] = (pixel[c] * scale - mean[c]) / std[c]`,
@@ -72,7 +75,8 @@ impl Default for NormConfig {
     }
 }
 
-/// A dense f32 tensor in the layout its shape describes (`[n, c, h, w]` or `[n, h, w, c]`).
+/// A dense f32 tensor in the layout its shape describes (`[n, c, h, w]`, `[n, h, w, c]` or
+/// `[n, w, h, c]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
     /// Values, row-major.
@@ -135,6 +139,7 @@ impl Normalizer {
         match self.config.layout {
             Layout::Nchw => [n, 3, h, w],
             Layout::Nhwc => [n, h, w, 3],
+            Layout::Nwhc => [n, w, h, 3],
         }
     }
 
@@ -159,6 +164,18 @@ impl Normalizer {
                 for (o, p) in out.chunks_exact_mut(3).zip(px.chunks_exact(3)) {
                     for c in 0..3 {
                         o[c] = self.lut[c][p[self.src[c]] as usize];
+                    }
+                }
+            }
+            Layout::Nwhc => {
+                let (w, h) = (img.width() as usize, img.height() as usize);
+                for x in 0..w {
+                    for y in 0..h {
+                        let p = &px[(y * w + x) * 3..(y * w + x) * 3 + 3];
+                        let o = &mut out[(x * h + y) * 3..(x * h + y) * 3 + 3];
+                        for c in 0..3 {
+                            o[c] = self.lut[c][p[self.src[c]] as usize];
+                        }
                     }
                 }
             }
@@ -243,6 +260,28 @@ mod tests {
         for (g, w) in t.data.iter().zip(want) {
             assert!((g - w).abs() < 1e-5, "{:?}", t.data);
         }
+    }
+
+    #[test]
+    fn nwhc_is_transposed_nhwc() {
+        // 2 wide, 3 high: pixel (x, y) = (10x + y, 0, 0).
+        let mut d = Vec::new();
+        for y in 0..3u8 {
+            for x in 0..2u8 {
+                d.extend_from_slice(&[10 * x + y, 0, 0]);
+            }
+        }
+        let img = RgbImage::new(2, 3, d).unwrap();
+        let n = Normalizer::new(NormConfig {
+            layout: Layout::Nwhc,
+            ..Default::default()
+        })
+        .unwrap();
+        let t = n.tensor(&img);
+        assert_eq!(t.shape, [1, 2, 3, 3]);
+        let red: Vec<f32> = t.data.chunks(3).map(|p| p[0]).collect();
+        // Row-major over (x, y): x = 0 first, then y.
+        assert_eq!(red, vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
     }
 
     #[test]

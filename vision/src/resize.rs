@@ -224,6 +224,104 @@ impl Preprocessor {
         RgbImage::new(width, height, dst.into_vec())
     }
 
+    /// Cuts `bbox` (clamped to the image) out of `img` and fits it into `width` x `height`
+    /// keeping its aspect ratio, the rest filled with `pad` (PP-OCR's text-line crops: scaled
+    /// to the input height and padded on the right with [`Placement::TopLeft`]).
+    pub fn crop_fit(
+        &mut self,
+        img: &RgbImage,
+        bbox: BBox,
+        width: u32,
+        height: u32,
+        pad: [u8; 3],
+        placement: Placement,
+    ) -> Result<RgbImage> {
+        check_out_size(width, height)?;
+        let b = clamp_box(img, bbox)?;
+        let scale = (width as f64 / b.width() as f64).min(height as f64 / b.height() as f64);
+        let nw = ((b.width() as f64 * scale).round() as u32).clamp(1, width);
+        let nh = ((b.height() as f64 * scale).round() as u32).clamp(1, height);
+        let (left, top) = match placement {
+            Placement::Center => ((width - nw) / 2, (height - nh) / 2),
+            Placement::TopLeft => (0, 0),
+        };
+        self.resize_into(img, b, width, height, pad, (left, top, nw, nh))
+    }
+
+    /// Cuts `bbox` (clamped to the image) out of `img` and scales it to the full `height`,
+    /// its width following the aspect ratio but capped at `width` (wider boxes are squeezed),
+    /// at the left of a canvas padded with `pad` on the right: PP-OCR's `resize_norm_img` for
+    /// the orientation and recognition models.
+    pub fn crop_fit_height(
+        &mut self,
+        img: &RgbImage,
+        bbox: BBox,
+        width: u32,
+        height: u32,
+        pad: [u8; 3],
+    ) -> Result<RgbImage> {
+        check_out_size(width, height)?;
+        let b = clamp_box(img, bbox)?;
+        let ratio = b.width() as f64 / b.height() as f64;
+        let nw = ((height as f64 * ratio).ceil() as u32).clamp(1, width);
+        self.resize_into(img, b, width, height, pad, (0, 0, nw, height))
+    }
+
+    /// Cuts `bbox` out of `img` and stretches it to `width` x `height` **without clamping**: the
+    /// part of the box outside the image is filled with `pad` (MTCNN's square candidate boxes,
+    /// which may overhang the frame edge, are cut this way so the face keeps its aspect).
+    /// Fails when the box is not finite or overlaps the image by under one pixel on a side.
+    pub fn crop_padded(
+        &mut self,
+        img: &RgbImage,
+        bbox: BBox,
+        width: u32,
+        height: u32,
+        pad: [u8; 3],
+    ) -> Result<RgbImage> {
+        check_out_size(width, height)?;
+        let inside = clamp_box(img, bbox)?;
+        let (bw, bh) = (bbox.width() as f64, bbox.height() as f64);
+        let to_x = |x: f32| ((x - bbox.x0) as f64 / bw * width as f64).round() as u32;
+        let to_y = |y: f32| ((y - bbox.y0) as f64 / bh * height as f64).round() as u32;
+        let left = to_x(inside.x0).min(width - 1);
+        let top = to_y(inside.y0).min(height - 1);
+        let nw = to_x(inside.x1).clamp(left + 1, width) - left;
+        let nh = to_y(inside.y1).clamp(top + 1, height) - top;
+        self.resize_into(img, inside, width, height, pad, (left, top, nw, nh))
+    }
+
+    /// Resizes the region `src` of `img` into the rectangle `dst` = (left, top, w, h) of a
+    /// `width` x `height` canvas filled with `pad`.
+    fn resize_into(
+        &mut self,
+        img: &RgbImage,
+        src: BBox,
+        width: u32,
+        height: u32,
+        pad: [u8; 3],
+        dst: (u32, u32, u32, u32),
+    ) -> Result<RgbImage> {
+        let view = Self::src_view(img)?;
+        let canvas = pad.repeat(width as usize * height as usize);
+        let mut out =
+            Image::from_vec_u8(width, height, canvas, fr::PixelType::U8x3).map_err(resize_err)?;
+        {
+            let (left, top, nw, nh) = dst;
+            let mut part = CroppedImageMut::new(&mut out, left, top, nw, nh).map_err(resize_err)?;
+            let opts = self.options.crop(
+                src.x0 as f64,
+                src.y0 as f64,
+                src.width() as f64,
+                src.height() as f64,
+            );
+            self.resizer
+                .resize(&view, &mut part, &opts)
+                .map_err(resize_err)?;
+        }
+        RgbImage::new(width, height, out.into_vec())
+    }
+
     /// One crop per box whose clamped width and height are both at least `min_size` pixels
     /// (and at least one pixel); smaller boxes are skipped, the others keep their index.
     pub fn crops(
@@ -330,6 +428,77 @@ mod tests {
         assert_eq!(out.pixel(45, 25), Some([0, 0, 255]));
         let back = t.to_frame(BBox::new(25.0, 0.0, 50.0, 50.0));
         assert_eq!(back, BBox::new(100.0, 0.0, 200.0, 100.0));
+    }
+
+    #[test]
+    fn crop_fit_keeps_aspect_and_pads() {
+        let img = two_halves();
+        let mut p = Preprocessor::new();
+        // 100x25 of red -> 64x16 at the left of a 128x16 canvas.
+        let out = p
+            .crop_fit(
+                &img,
+                BBox::new(0.0, 0.0, 100.0, 25.0),
+                128,
+                16,
+                [7, 7, 7],
+                Placement::TopLeft,
+            )
+            .unwrap();
+        assert_eq!(out.pixel(10, 8), Some([255, 0, 0]));
+        assert_eq!(out.pixel(63, 8), Some([255, 0, 0]));
+        assert_eq!(out.pixel(64, 8), Some([7, 7, 7]));
+        assert!(p
+            .crop_fit(
+                &img,
+                BBox::new(500.0, 0.0, 600.0, 9.0),
+                8,
+                8,
+                [0; 3],
+                Placement::Center
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn crop_fit_height_pads_short_and_squeezes_long_boxes() {
+        let img = two_halves();
+        let mut p = Preprocessor::new();
+        // 50x25 red -> 32x16 at the left of 64x16, then padding.
+        let out = p
+            .crop_fit_height(&img, BBox::new(0.0, 0.0, 50.0, 25.0), 64, 16, [7, 7, 7])
+            .unwrap();
+        assert_eq!(out.pixel(31, 15), Some([255, 0, 0]));
+        assert_eq!(out.pixel(32, 0), Some([7, 7, 7]));
+        // 200x10 (ratio 20) into 64x16: squeezed to the full canvas, half red half blue.
+        let out = p
+            .crop_fit_height(&img, BBox::new(0.0, 0.0, 200.0, 10.0), 64, 16, [7, 7, 7])
+            .unwrap();
+        assert_eq!(out.pixel(10, 15), Some([255, 0, 0]));
+        assert_eq!(out.pixel(63, 0), Some([0, 0, 255]));
+    }
+
+    #[test]
+    fn crop_padded_fills_outside_the_frame() {
+        let img = two_halves();
+        let mut p = Preprocessor::new();
+        // A 100x100 box whose left half hangs off the frame: left half pad, right half red.
+        let out = p
+            .crop_padded(&img, BBox::new(-50.0, 0.0, 50.0, 100.0), 20, 20, [0, 9, 0])
+            .unwrap();
+        assert_eq!(out.pixel(2, 10), Some([0, 9, 0]));
+        assert_eq!(out.pixel(9, 10), Some([0, 9, 0]));
+        assert_eq!(out.pixel(10, 10), Some([255, 0, 0]));
+        assert_eq!(out.pixel(19, 19), Some([255, 0, 0]));
+        // Entirely inside: same as a plain crop.
+        let inside = BBox::new(120.0, 20.0, 190.0, 80.0);
+        assert_eq!(
+            p.crop_padded(&img, inside, 8, 8, [0; 3]).unwrap(),
+            p.crop(&img, inside, 8, 8).unwrap()
+        );
+        assert!(p
+            .crop_padded(&img, BBox::new(300.0, 0.0, 400.0, 10.0), 8, 8, [0; 3])
+            .is_err());
     }
 
     #[test]

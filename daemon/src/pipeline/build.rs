@@ -58,8 +58,11 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
     let system = p.system(|f| cfg.resolve(f))?;
     for m in &p.models {
         ModelRuntime::new(m, &|f| cfg.resolve(f))?;
-        if p.processors.iter().any(|x| x.engine != EngineKind::Sim) {
-            let path = cfg.resolve(&m.path);
+        if let (Some(path), true) = (
+            &m.path,
+            p.processors.iter().any(|x| x.engine != EngineKind::Sim),
+        ) {
+            let path = cfg.resolve(path);
             if !path.exists() {
                 bail!(
                     "model {:?}: file {} does not exist (run scripts/setup.sh to fetch models)",
@@ -105,14 +108,15 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     let handles: Vec<_> = workers.iter().map(Worker::handle).collect();
 
     // Start-up residency: every model on its fastest processors within N_j,
-    // loaded and warmed up (one batch-1 run) before we report ready.
+    // loaded and warmed up (one batch-1 run) before we report ready. An upstream
+    // detector holds its slot in the scheduler's residency but is never loaded.
     let plan = fastest_hosts(&system);
     let mut cluster = Cluster::new(&system);
     cluster.preload(&system, &plan);
     let mut loads = Vec::new();
     for i in system.model_ids() {
         for j in system.proc_ids() {
-            if !cluster.is_resident(i, j) {
+            if !cluster.is_resident(i, j) || p.models[i.0].output.is_upstream() {
                 continue;
             }
             let (mname, pname) = (&system.models[i.0].name, &system.processors[j.0].name);
@@ -159,6 +163,7 @@ fn input_shape(m: &ModelEntry, batch: usize) -> Vec<usize> {
     match m.input.norm.layout {
         Layout::Nchw => vec![batch, 3, h, w],
         Layout::Nhwc => vec![batch, h, w, 3],
+        Layout::Nwhc => vec![batch, w, h, 3],
     }
 }
 
@@ -169,7 +174,7 @@ fn sim_engine(system: &System, p: &PipelineConfig, j: usize) -> anyhow::Result<S
     let pj = camdnn_policy::ProcId(j);
     for (i, m) in p.models.iter().enumerate() {
         let mi = camdnn_policy::ModelId(i);
-        if !system.supports(mi, pj) {
+        if !system.supports(mi, pj) || m.output.is_upstream() {
             continue;
         }
         if m.sim_outputs.is_empty() {

@@ -11,6 +11,7 @@ use camdnn_engine::{EngineKind, ModelSource, OrtProvider, ProcessorConfig, QnnOp
 use camdnn_policy::spec::{ModelSpec, ProcessorKind, ProcessorSpec, SystemSpec};
 use camdnn_policy::System;
 use camdnn_vision::dbnet::DbNetConfig;
+use camdnn_vision::mtcnn::{PnetConfig, PyramidConfig};
 use camdnn_vision::ssd::SsdConfig;
 use camdnn_vision::{NmsConfig, NormConfig};
 use serde::Deserialize;
@@ -113,8 +114,9 @@ fn d_one() -> usize {
 pub struct ModelEntry {
     /// Unique name (the profile's keys use it).
     pub name: String,
-    /// Model file (ONNX or TFLite).
-    pub path: PathBuf,
+    /// Model file (ONNX or TFLite); none for an `upstream` detector, which is never loaded.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
     /// The model whose outputs feed this one; none for a detector.
     #[serde(default)]
     pub parent: Option<String>,
@@ -124,7 +126,9 @@ pub struct ModelEntry {
     /// Explicit input shapes (-1 leading = dynamic batch).
     #[serde(default)]
     pub input_shapes: BTreeMap<String, Vec<i64>>,
-    /// How the input tensor is made from the frame or the object's crop.
+    /// How the input tensor is made from the frame or the object's crop (not needed
+    /// by an `upstream` detector).
+    #[serde(default)]
     pub input: InputSpec,
     /// How the outputs are read.
     pub output: OutputSpec,
@@ -133,22 +137,74 @@ pub struct ModelEntry {
     pub sim_outputs: BTreeMap<String, Vec<usize>>,
 }
 
-/// Input preparation.
-#[derive(Debug, Clone, Deserialize)]
+/// Input preparation (the default, 0x0, is only valid for an upstream detector).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputSpec {
     /// Network input width, pixels.
     pub width: u32,
     /// Network input height, pixels.
     pub height: u32,
-    /// Keep the aspect ratio and pad (letterbox) or stretch.
+    /// How the whole frame becomes a detector input: keep the aspect ratio and pad
+    /// (letterbox) or stretch.
     #[serde(default)]
     pub resize: Resize,
-    /// Pad colour for letterboxing.
+    /// Where a letterboxed frame or a `fit` crop sits inside the input.
+    #[serde(default)]
+    pub placement: PlacementSpec,
+    /// How an object's box becomes this model's input (children only).
+    #[serde(default)]
+    pub crop: CropMode,
+    /// Pad colour for letterboxing, `fit` and `pad` crops and pyramid canvases.
     #[serde(default)]
     pub pad: [u8; 3],
     /// Normalisation to f32.
     pub norm: NormConfig,
+    /// Detector only: run on an image pyramid instead of one resized frame. Every scale
+    /// is drawn at the top-left of one `width` x `height` canvas and is one detector item
+    /// of the frame (the items batch together). Needed by `mtcnn_pnet`.
+    #[serde(default)]
+    pub pyramid: Option<PyramidConfig>,
+}
+
+/// Where a resized image sits in its padded input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementSpec {
+    /// Centred.
+    #[default]
+    Center,
+    /// Top-left corner, padding right and bottom (PP-OCR's right-padded text lines).
+    Topleft,
+}
+
+impl PlacementSpec {
+    /// The vision crate's placement.
+    pub fn placement(self) -> camdnn_vision::Placement {
+        match self {
+            PlacementSpec::Center => camdnn_vision::Placement::Center,
+            PlacementSpec::Topleft => camdnn_vision::Placement::TopLeft,
+        }
+    }
+}
+
+/// How an object's box is cut for a child model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CropMode {
+    /// The box clamped to the frame, stretched to the input size (classifiers).
+    #[default]
+    Stretch,
+    /// The box clamped to the frame, scaled to fit keeping its aspect, padded with `pad` at
+    /// `placement`.
+    Fit,
+    /// The box clamped to the frame, scaled to the input height, its width following the
+    /// aspect but capped at the input width (squeezed beyond), padded on the right with
+    /// `pad` (PP-OCR's text-line crops for orientation and recognition).
+    FitHeight,
+    /// The box as is, stretched to the input size, the part outside the frame filled with
+    /// `pad` (MTCNN's square boxes at the frame edge).
+    Pad,
 }
 
 /// Resize mode.
@@ -164,7 +220,7 @@ pub enum Resize {
 
 /// How a model's outputs become results.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
 pub enum OutputSpec {
     /// Detector: YOLOv8 `[1, 4+nc, N]`.
     Yolov8 {
@@ -191,6 +247,40 @@ pub enum OutputSpec {
         #[serde(default)]
         db: DbNetConfig,
     },
+    /// Detector stage done upstream (e.g. DeepStream's primary detector): there is no
+    /// model file, it is never loaded or run, and frames must carry their detections
+    /// (a frame without them is rejected). Its profile entry should be a negligible cost.
+    Upstream,
+    /// Detector: MTCNN P-Net on an image pyramid (`input.pyramid`); every box is class
+    /// `label`. Outputs are told apart by their channels (2 = face/not face, 4 = box
+    /// regression); the map layout follows `input.norm.layout` (`nwhc` = transposed).
+    MtcnnPnet {
+        /// Decoding and suppression (within a scale and across scales).
+        #[serde(default)]
+        pnet: PnetConfig,
+        /// Class name of the candidates (route R-Net with it).
+        #[serde(default = "d_face")]
+        label: String,
+    },
+    /// MTCNN R-Net on a candidate's crop: rejects it (the object is not reported and its
+    /// children do not run) or refines its box to the square its children crop.
+    MtcnnRnet {
+        /// Face probability a candidate must exceed.
+        #[serde(default = "d_mtcnn_threshold")]
+        threshold: f32,
+    },
+    /// MTCNN O-Net: rejects the candidate or gives the final box and the five landmarks
+    /// (output `landmarks`, dims [5, 2], frame pixels x, y). When the frame's objects are
+    /// all done, faces overlapping a better one by more than `nested_overlap` of the
+    /// smaller area are dropped (MTCNN's last "Min" suppression).
+    MtcnnOnet {
+        /// Face probability a candidate must exceed.
+        #[serde(default = "d_mtcnn_threshold")]
+        threshold: f32,
+        /// Overlap (of the smaller box) above which the worse of two faces is dropped.
+        #[serde(default = "d_mtcnn_threshold")]
+        nested_overlap: f32,
+    },
     /// Classifier: top-k labels.
     Topk {
         /// How many labels.
@@ -212,10 +302,16 @@ pub enum OutputSpec {
         #[serde(default = "d_orient")]
         threshold: f32,
     },
-    /// Text recognition with CTC greedy decoding.
+    /// Text recognition with CTC greedy decoding. The character dictionary (one per
+    /// line, blank is index 0) comes from `dict_file` or from the model file's ONNX
+    /// metadata entry `dict_metadata` (PP-OCRv4 rec ships it as `character`).
     Ctc {
-        /// Character dictionary, one per line (blank is index 0).
-        dict_file: PathBuf,
+        /// Character dictionary file.
+        #[serde(default)]
+        dict_file: Option<PathBuf>,
+        /// ONNX metadata key holding the dictionary.
+        #[serde(default)]
+        dict_metadata: Option<String>,
         /// Append a space character to the dictionary.
         #[serde(default = "d_true")]
         use_space: bool,
@@ -236,14 +332,29 @@ fn d_orient() -> f32 {
 fn d_true() -> bool {
     true
 }
+fn d_face() -> String {
+    "face".into()
+}
+fn d_mtcnn_threshold() -> f32 {
+    0.7
+}
 
 impl OutputSpec {
     /// Whether this output makes a model a detector (a graph root).
     pub fn is_detector(&self) -> bool {
         matches!(
             self,
-            OutputSpec::Yolov8 { .. } | OutputSpec::Ssd { .. } | OutputSpec::Dbnet { .. }
+            OutputSpec::Yolov8 { .. }
+                | OutputSpec::Ssd { .. }
+                | OutputSpec::Dbnet { .. }
+                | OutputSpec::Upstream
+                | OutputSpec::MtcnnPnet { .. }
         )
+    }
+
+    /// Whether this is an upstream-only detector (no model, never run).
+    pub fn is_upstream(&self) -> bool {
+        matches!(self, OutputSpec::Upstream)
     }
 }
 
@@ -304,17 +415,51 @@ impl PipelineConfig {
         for m in &self.models {
             match (&m.parent, m.output.is_detector()) {
                 (None, false) => bail!(
-                    "model {:?} has no parent, so it is a detector, but its output kind is not one (yolov8, ssd, dbnet)",
+                    "model {:?} has no parent, so it is a detector, but its output kind is not one (yolov8, ssd, dbnet, mtcnn_pnet, upstream)",
                     m.name
                 ),
                 (Some(_), true) => bail!("model {:?} has a detector output but a parent; detectors are graph roots", m.name),
                 _ => {}
             }
-            if m.input.width == 0 || m.input.height == 0 {
+            if !m.output.is_upstream() && (m.input.width == 0 || m.input.height == 0) {
                 bail!(
                     "model {:?}: input width and height must be positive",
                     m.name
                 );
+            }
+            match (&m.path, m.output.is_upstream()) {
+                (Some(p), true) => bail!(
+                    "model {:?} is an upstream detector (never loaded) but names the file {}; remove `path`",
+                    m.name,
+                    p.display()
+                ),
+                (None, false) => bail!("model {:?} needs `path` (its model file)", m.name),
+                _ => {}
+            }
+            let pnet = matches!(m.output, OutputSpec::MtcnnPnet { .. });
+            match (&m.input.pyramid, pnet) {
+                (None, true) => bail!(
+                    "model {:?}: output kind mtcnn_pnet needs input.pyramid (P-Net runs on an image pyramid)",
+                    m.name
+                ),
+                (Some(_), false) => bail!(
+                    "model {:?}: input.pyramid is only supported with output kind mtcnn_pnet",
+                    m.name
+                ),
+                _ => {}
+            }
+            if let OutputSpec::Ctc {
+                dict_file,
+                dict_metadata,
+                ..
+            } = &m.output
+            {
+                if dict_file.is_some() == dict_metadata.is_some() {
+                    bail!(
+                        "model {:?}: output kind ctc needs exactly one of dict_file and dict_metadata",
+                        m.name
+                    );
+                }
             }
         }
         if !(self.wait_ms.is_finite() && self.wait_ms >= 0.0) {
@@ -342,10 +487,103 @@ impl ProcessorEntry {
 }
 
 impl ModelEntry {
-    /// The engine-side description of this model, paths resolved.
+    /// The engine-side description of this model, paths resolved (an upstream detector
+    /// has an empty path: it is never loaded).
     pub fn source(&self, resolve: impl Fn(&Path) -> PathBuf) -> ModelSource {
-        let mut s = ModelSource::new(self.name.clone(), resolve(&self.path));
+        let path = self.path.as_deref().map(resolve).unwrap_or_default();
+        let mut s = ModelSource::new(self.name.clone(), path);
         s.input_shapes = self.input_shapes.clone();
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROCS: &str = r#"
+profile = "p.toml"
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 2
+engine = "tract"
+"#;
+
+    fn parse(models: &str) -> anyhow::Result<PipelineConfig> {
+        let cfg: PipelineConfig = toml::from_str(&format!("{PROCS}{models}"))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn err(models: &str) -> String {
+        format!("{:#}", parse(models).unwrap_err())
+    }
+
+    const CLASSIFIER: &str = r#"
+[[model]]
+name = "cls"
+path = "c.onnx"
+parent = "det"
+classes = ["person"]
+input = { width = 8, height = 8, norm = {} }
+output = { kind = "topk" }
+"#;
+
+    #[test]
+    fn an_upstream_detector_has_no_file_and_no_input() {
+        let cfg = parse(&format!(
+            "[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n{CLASSIFIER}"
+        ))
+        .unwrap();
+        assert!(cfg.models[0].output.is_upstream() && cfg.models[0].output.is_detector());
+        assert_eq!(
+            cfg.models[0].source(|p| p.to_path_buf()).path,
+            PathBuf::new()
+        );
+        let e = err(&format!(
+            "[[model]]\nname = \"det\"\npath = \"d.onnx\"\noutput = {{ kind = \"upstream\" }}\n{CLASSIFIER}"
+        ));
+        assert!(
+            e.contains("upstream detector") && e.contains("remove `path`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "[[model]]\nname = \"det\"\ninput = {{ width = 8, height = 8, norm = {{}} }}\noutput = {{ kind = \"dbnet\" }}\n{CLASSIFIER}"
+        ));
+        assert!(e.contains("needs `path`"), "{e}");
+    }
+
+    #[test]
+    fn pnet_and_the_pyramid_go_together() {
+        let pnet = |input: &str| {
+            format!("[[model]]\nname = \"det\"\npath = \"p.onnx\"\ninput = {{ width = 64, height = 64, norm = {{}}{input} }}\noutput = {{ kind = \"mtcnn_pnet\" }}\n{CLASSIFIER}")
+        };
+        let cfg = parse(&pnet(", pyramid = { min_face = 30 }")).unwrap();
+        assert_eq!(cfg.models[0].input.pyramid.as_ref().unwrap().min_face, 30.0);
+        assert!(err(&pnet("")).contains("needs input.pyramid"));
+        let e = err(&format!(
+            "[[model]]\nname = \"det\"\npath = \"d.onnx\"\ninput = {{ width = 8, height = 8, norm = {{}}, pyramid = {{}} }}\noutput = {{ kind = \"dbnet\" }}\n{CLASSIFIER}"
+        ));
+        assert!(
+            e.contains("only supported with output kind mtcnn_pnet"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ctc_needs_exactly_one_dictionary_source() {
+        let rec = |out: &str| {
+            format!("[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n[[model]]\nname = \"rec\"\npath = \"r.onnx\"\nparent = \"det\"\nclasses = [\"text\"]\ninput = {{ width = 8, height = 8, crop = \"fit_height\", norm = {{}} }}\noutput = {out}\n")
+        };
+        parse(&rec(r#"{ kind = "ctc", dict_metadata = "character" }"#)).unwrap();
+        parse(&rec(r#"{ kind = "ctc", dict_file = "keys.txt" }"#)).unwrap();
+        for bad in [
+            r#"{ kind = "ctc" }"#,
+            r#"{ kind = "ctc", dict_file = "k.txt", dict_metadata = "character" }"#,
+        ] {
+            assert!(err(&rec(bad)).contains("exactly one of dict_file and dict_metadata"));
+        }
+        assert!(parse(&rec(r#"{ kind = "ctc", dict_metdata = "x" }"#)).is_err());
     }
 }

@@ -5,6 +5,7 @@
 mod build;
 pub mod config;
 pub mod models;
+mod onnx_meta;
 mod prep;
 pub mod runtime;
 

@@ -9,12 +9,15 @@ use camdnn_engine::Tensor;
 use camdnn_protocol::{Label, OutputValue};
 use camdnn_vision::ctc::CtcDecoder;
 use camdnn_vision::dbnet::{decode_dbnet, DbNetConfig};
+use camdnn_vision::mtcnn::{self, MapLayout, PnetConfig, PyramidConfig};
 use camdnn_vision::ssd::SsdDecoder;
 use camdnn_vision::{
-    nms, BBox, Detection, NmsConfig, Normalizer, Placement, Preprocessor, RgbImage, Transform,
+    nms, BBox, Detection, Layout, NmsConfig, Normalizer, Placement, Preprocessor, RgbImage,
+    Transform,
 };
 
-use super::config::{ModelEntry, OutputSpec, Resize};
+use super::config::{CropMode, ModelEntry, OutputSpec, Resize};
+use super::onnx_meta;
 
 /// A model's input side: resize and normalise an image (or a crop of one).
 #[derive(Debug, Clone)]
@@ -22,8 +25,11 @@ pub struct InputPrep {
     width: u32,
     height: u32,
     resize: Resize,
+    placement: Placement,
+    crop: CropMode,
     pad: [u8; 3],
     norm: Normalizer,
+    pyramid: Option<PyramidConfig>,
 }
 
 impl InputPrep {
@@ -32,10 +38,56 @@ impl InputPrep {
             width: m.input.width,
             height: m.input.height,
             resize: m.input.resize,
+            placement: m.input.placement.placement(),
+            crop: m.input.crop,
             pad: m.input.pad,
             norm: Normalizer::new(m.input.norm.clone())
                 .with_context(|| format!("model {:?}: input.norm", m.name))?,
+            pyramid: m.input.pyramid.clone(),
         })
+    }
+
+    /// The detector's items for a whole frame: one (resized or letterboxed) input, or one
+    /// per pyramid scale (each drawn at the top-left of the input-sized canvas), each with
+    /// its transform from network pixels back to frame pixels. Empty when the frame is too
+    /// small for any pyramid scale.
+    pub fn prepare_frame(
+        &self,
+        pre: &mut Preprocessor,
+        image: &RgbImage,
+    ) -> anyhow::Result<Vec<(Tensor, Transform)>> {
+        let Some(pyramid) = &self.pyramid else {
+            return Ok(vec![self.prepare(pre, image, None, false)?]);
+        };
+        let (fw, fh) = (image.width(), image.height());
+        let scales = mtcnn::pyramid_scales(fw, fh, self.width, self.height, pyramid)?;
+        let mut out = Vec::with_capacity(scales.len());
+        for s in scales {
+            let sw = ((fw as f32 * s).round() as u32).clamp(1, self.width);
+            let sh = ((fh as f32 * s).round() as u32).clamp(1, self.height);
+            let (scaled, _) = pre.stretch(image, sw, sh)?;
+            let mut canvas = RgbImage::filled(self.width, self.height, self.pad)?;
+            let row = sw as usize * 3;
+            let stride = self.width as usize * 3;
+            let dst = canvas.data_mut();
+            for (y, src) in scaled.data().chunks_exact(row).enumerate() {
+                dst[y * stride..y * stride + row].copy_from_slice(src);
+            }
+            let transform = Transform {
+                scale_x: sw as f32 / fw as f32,
+                scale_y: sh as f32 / fh as f32,
+                input_width: self.width as f32,
+                input_height: self.height as f32,
+                ..Transform::identity(fw, fh)
+            };
+            out.push((self.tensor(&canvas)?, transform));
+        }
+        Ok(out)
+    }
+
+    fn tensor(&self, img: &RgbImage) -> anyhow::Result<Tensor> {
+        let t = self.norm.tensor(img);
+        Ok(Tensor::from_f32(t.shape.to_vec(), t.data)?)
     }
 
     /// One item (batch 1) from the region `bbox` of `image` (the whole image
@@ -48,24 +100,26 @@ impl InputPrep {
         bbox: Option<BBox>,
         rotate: bool,
     ) -> anyhow::Result<(Tensor, Transform)> {
+        let (w, h, pad) = (self.width, self.height, self.pad);
         let (mut img, transform) = match bbox {
             None => match self.resize {
-                Resize::Stretch => pre.stretch(image, self.width, self.height)?,
-                Resize::Letterbox => {
-                    pre.letterbox(image, self.width, self.height, self.pad, Placement::Center)?
-                }
+                Resize::Stretch => pre.stretch(image, w, h)?,
+                Resize::Letterbox => pre.letterbox(image, w, h, pad, self.placement)?,
             },
             Some(b) => {
-                let crop = pre.crop(image, b, self.width, self.height)?;
-                (crop, Transform::identity(self.width, self.height))
+                let crop = match self.crop {
+                    CropMode::Stretch => pre.crop(image, b, w, h)?,
+                    CropMode::Fit => pre.crop_fit(image, b, w, h, pad, self.placement)?,
+                    CropMode::FitHeight => pre.crop_fit_height(image, b, w, h, pad)?,
+                    CropMode::Pad => pre.crop_padded(image, b, w, h, pad)?,
+                };
+                (crop, Transform::identity(w, h))
             }
         };
         if rotate {
             img.rotate_180();
         }
-        let t = self.norm.tensor(&img);
-        let tensor = Tensor::from_f32(t.shape.to_vec(), t.data)?;
-        Ok((tensor, transform))
+        Ok((self.tensor(&img)?, transform))
     }
 }
 
@@ -82,6 +136,18 @@ pub enum Decoder {
     },
     /// DBNet text detector.
     Dbnet { config: DbNetConfig },
+    /// Detections come with the frame; never run.
+    Upstream,
+    /// MTCNN P-Net on one pyramid scale.
+    Pnet {
+        config: PnetConfig,
+        label: String,
+        layout: MapLayout,
+    },
+    /// MTCNN R-Net: reject or refine a candidate.
+    Rnet { threshold: f32 },
+    /// MTCNN O-Net: reject, or final box and landmarks; then frame-wide suppression.
+    Onet { threshold: f32, nested_overlap: f32 },
     /// Top-k classifier.
     TopK {
         k: usize,
@@ -108,7 +174,7 @@ pub struct Found {
 /// What one item's outputs mean.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decoded {
-    /// A detector's objects.
+    /// A detector's objects (of one of the frame's detector items).
     Objects(Vec<Found>),
     /// A per-object result; `rotate` tells children to see the crop turned 180 degrees.
     Output {
@@ -116,7 +182,35 @@ pub enum Decoded {
         value: OutputValue,
         /// Whether children should rotate the crop.
         rotate: bool,
+        /// What this result does to the object.
+        verdict: Verdict,
     },
+}
+
+/// What a per-object result does to its object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Nothing: the object keeps its box and its children run.
+    Keep,
+    /// The object gets a new box (its children crop it) and score.
+    Refine {
+        /// New box, frame pixels.
+        bbox: BBox,
+        /// New score.
+        score: f32,
+    },
+    /// The object is not what the detector thought: its children do not run and it is
+    /// left out of the frame's result.
+    Reject,
+}
+
+/// What a decoder knows about the item besides its outputs.
+#[derive(Debug, Clone, Copy)]
+pub struct ItemContext {
+    /// Network pixels to frame pixels (detector items).
+    pub transform: Transform,
+    /// The object's box the input was cut from (per-object items).
+    pub bbox: Option<BBox>,
 }
 
 impl Decoder {
@@ -135,6 +229,25 @@ impl Decoder {
                 nms: nms.clone(),
             },
             OutputSpec::Dbnet { db } => Decoder::Dbnet { config: db.clone() },
+            OutputSpec::Upstream => Decoder::Upstream,
+            OutputSpec::MtcnnPnet { pnet, label } => Decoder::Pnet {
+                config: pnet.clone(),
+                label: label.clone(),
+                layout: match m.input.norm.layout {
+                    Layout::Nwhc => MapLayout::Whc,
+                    _ => MapLayout::Hwc,
+                },
+            },
+            OutputSpec::MtcnnRnet { threshold } => Decoder::Rnet {
+                threshold: *threshold,
+            },
+            OutputSpec::MtcnnOnet {
+                threshold,
+                nested_overlap,
+            } => Decoder::Onet {
+                threshold: *threshold,
+                nested_overlap: *nested_overlap,
+            },
             OutputSpec::Topk {
                 k,
                 labels,
@@ -156,24 +269,68 @@ impl Decoder {
             },
             OutputSpec::Ctc {
                 dict_file,
+                dict_metadata,
                 use_space,
             } => {
-                let path = resolve(dict_file);
-                let text = std::fs::read_to_string(&path).with_context(|| {
-                    format!("model {:?}: reading dict_file {}", m.name, path.display())
-                })?;
+                let (text, from) = match (dict_file, dict_metadata, &m.path) {
+                    (Some(f), _, _) => {
+                        let path = resolve(f);
+                        let text = std::fs::read_to_string(&path).with_context(|| {
+                            format!("model {:?}: reading dict_file {}", m.name, path.display())
+                        })?;
+                        (text, format!("dict_file {}", path.display()))
+                    }
+                    (None, Some(key), Some(model)) => {
+                        let path = resolve(model);
+                        let text = onnx_meta::read_metadata(&path, key).with_context(|| {
+                            format!("model {:?}: dict_metadata {key:?}", m.name)
+                        })?;
+                        (text, format!("metadata {key:?} of {}", path.display()))
+                    }
+                    _ => bail!(
+                        "model {:?}: output kind ctc needs dict_file, or dict_metadata with a model path",
+                        m.name
+                    ),
+                };
                 Decoder::Ctc {
-                    decoder: CtcDecoder::from_dict_text(&text, *use_space).with_context(|| {
-                        format!("model {:?}: dict_file {}", m.name, path.display())
-                    })?,
+                    decoder: CtcDecoder::from_dict_text(&text, *use_space)
+                        .with_context(|| format!("model {:?}: {from}", m.name))?,
                 }
             }
             OutputSpec::Tensors => Decoder::Tensors,
         })
     }
 
+    /// The frame-wide suppression over the objects this model refined, applied when
+    /// the frame completes: the overlap (of the smaller box) above which the worse of
+    /// two objects is dropped.
+    pub fn final_suppression(&self) -> Option<f32> {
+        match self {
+            Decoder::Onet { nested_overlap, .. } => Some(*nested_overlap),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an upstream detector (never loaded or run).
+    pub fn is_upstream(&self) -> bool {
+        matches!(self, Decoder::Upstream)
+    }
+
+    /// Combines the objects of all of a frame's detector items (pyramid scales:
+    /// suppression across scales; one item: as they are).
+    pub fn merge(&self, found: Vec<Found>) -> Vec<Found> {
+        match self {
+            Decoder::Pnet { config, label, .. } => {
+                let dets: Vec<Detection> = found.into_iter().map(|f| f.detection).collect();
+                named_as(mtcnn::merge_pnet(&dets, config), label)
+            }
+            _ => found,
+        }
+    }
+
     /// Reads one item's outputs (batch dim 1).
-    pub fn decode(&self, outputs: &[Tensor], transform: &Transform) -> anyhow::Result<Decoded> {
+    pub fn decode(&self, outputs: &[Tensor], ctx: &ItemContext) -> anyhow::Result<Decoded> {
+        let transform = &ctx.transform;
         let f32_of = |n: usize| -> anyhow::Result<&[f32]> {
             let t = outputs
                 .get(n)
@@ -218,6 +375,74 @@ impl Decoder {
                         .collect(),
                 )
             }
+            Decoder::Upstream => {
+                bail!("the upstream detector is never run, so it has no outputs to read")
+            }
+            Decoder::Pnet {
+                config,
+                label,
+                layout,
+            } => {
+                let prob = by_last_dim(outputs, 2, "P-Net face probabilities")?;
+                let reg = by_last_dim(outputs, 4, "P-Net box regression")?;
+                let (a, b) = match prob.shape() {
+                    [1, a, b, 2] => (*a, *b),
+                    s => bail!("P-Net probability map shape {s:?} is not [1, _, _, 2]"),
+                };
+                let (map_w, map_h) = match layout {
+                    MapLayout::Whc => (a, b),
+                    MapLayout::Hwc => (b, a),
+                };
+                let dets = mtcnn::decode_pnet(
+                    f32s(prob)?,
+                    f32s(reg)?,
+                    map_w,
+                    map_h,
+                    *layout,
+                    transform,
+                    config,
+                )?;
+                Decoded::Objects(named_as(dets, label))
+            }
+            Decoder::Rnet { threshold } => {
+                let bbox = ctx.bbox.context("R-Net runs on an object's crop")?;
+                let prob = f32s(by_last_dim(outputs, 2, "R-Net scores")?)?;
+                let reg = f32s(by_last_dim(outputs, 4, "R-Net box regression")?)?;
+                let (value, verdict) = match mtcnn::refine_rnet(bbox, reg, prob, *threshold)? {
+                    Some((bbox, score)) => (face_label(score), Verdict::Refine { bbox, score }),
+                    None => (face_label(prob[1]), Verdict::Reject),
+                };
+                Decoded::Output {
+                    value,
+                    rotate: false,
+                    verdict,
+                }
+            }
+            Decoder::Onet { threshold, .. } => {
+                let bbox = ctx.bbox.context("O-Net runs on an object's crop")?;
+                let prob = f32s(by_last_dim(outputs, 2, "O-Net scores")?)?;
+                let reg = f32s(by_last_dim(outputs, 4, "O-Net box regression")?)?;
+                let points = f32s(by_last_dim(outputs, 10, "O-Net landmarks")?)?;
+                match mtcnn::decode_onet(bbox, reg, points, prob, *threshold)? {
+                    Some(face) => Decoded::Output {
+                        value: OutputValue::Tensors(vec![camdnn_protocol::Tensor {
+                            name: "landmarks".into(),
+                            dims: vec![5, 2],
+                            data: face.landmarks.iter().flatten().copied().collect(),
+                        }]),
+                        rotate: false,
+                        verdict: Verdict::Refine {
+                            bbox: face.bbox,
+                            score: face.score,
+                        },
+                    },
+                    None => Decoded::Output {
+                        value: face_label(prob[1]),
+                        rotate: false,
+                        verdict: Verdict::Reject,
+                    },
+                }
+            }
             Decoder::TopK { k, labels, softmax } => {
                 let scores = camdnn_vision::classify::top_k(f32_of(0)?, *k, *softmax);
                 let value = OutputValue::TopK(
@@ -234,6 +459,7 @@ impl Decoder {
                 Decoded::Output {
                     value,
                     rotate: false,
+                    verdict: Verdict::Keep,
                 }
             }
             Decoder::Orientation { threshold } => {
@@ -256,6 +482,7 @@ impl Decoder {
                         score,
                     }]),
                     rotate,
+                    verdict: Verdict::Keep,
                 }
             }
             Decoder::Ctc { decoder } => {
@@ -266,6 +493,7 @@ impl Decoder {
                         score: text.score,
                     }]),
                     rotate: false,
+                    verdict: Verdict::Keep,
                 }
             }
             Decoder::Tensors => Decoded::Output {
@@ -280,6 +508,7 @@ impl Decoder {
                         .collect(),
                 ),
                 rotate: false,
+                verdict: Verdict::Keep,
             },
         })
     }
@@ -295,6 +524,38 @@ fn named(dets: Vec<Detection>, labels: &[String]) -> Vec<Found> {
             detection: d,
         })
         .collect()
+}
+
+fn named_as(dets: Vec<Detection>, label: &str) -> Vec<Found> {
+    dets.into_iter()
+        .map(|d| Found {
+            detection: d,
+            class: label.to_string(),
+        })
+        .collect()
+}
+
+/// The output whose last dim is `n` (MTCNN's outputs are told apart by their channels).
+fn by_last_dim<'a>(outputs: &'a [Tensor], n: usize, what: &str) -> anyhow::Result<&'a Tensor> {
+    outputs
+        .iter()
+        .find(|t| t.shape().last() == Some(&n))
+        .with_context(|| {
+            let shapes: Vec<_> = outputs.iter().map(|t| t.shape().to_vec()).collect();
+            format!("{what}: no output with last dim {n} among {shapes:?}")
+        })
+}
+
+fn f32s(t: &Tensor) -> anyhow::Result<&[f32]> {
+    t.as_f32()
+        .with_context(|| format!("output {:?} is not f32", t.name()))
+}
+
+fn face_label(score: f32) -> OutputValue {
+    OutputValue::TopK(vec![Label {
+        label: "face".into(),
+        score,
+    }])
 }
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
@@ -319,5 +580,101 @@ impl ModelRuntime {
             input: InputPrep::new(m)?,
             decoder: Decoder::new(m, resolve)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::config::PipelineConfig;
+
+    fn pnet_entry() -> ModelEntry {
+        let cfg: PipelineConfig = toml::from_str(
+            r#"
+profile = "p.toml"
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 1
+engine = "sim"
+[[model]]
+name = "pnet"
+path = "pnet.onnx"
+input = { width = 160, height = 160, pad = [9, 9, 9], pyramid = { min_face = 40 }, norm = { layout = "nwhc" } }
+output = { kind = "mtcnn_pnet" }
+"#,
+        )
+        .unwrap();
+        cfg.models[0].clone()
+    }
+
+    #[test]
+    fn the_pyramid_gives_one_canvas_item_per_scale() {
+        let m = pnet_entry();
+        let rt = ModelRuntime::new(&m, &|p| p.to_path_buf()).unwrap();
+        let img = RgbImage::filled(512, 256, [200, 10, 10]).unwrap();
+        let items = rt
+            .input
+            .prepare_frame(&mut Preprocessor::new(), &img)
+            .unwrap();
+        // 12 / 40 = 0.3 would make 153.6 px, which fits; 256 * 0.3 * 0.709^k >= 12 for k < 6.
+        assert_eq!(items.len(), 6);
+        for (n, (t, tr)) in items.iter().enumerate() {
+            assert_eq!(t.shape(), &[1, 160, 160, 3], "NWHC canvas");
+            let s = 0.3 * 0.709f32.powi(n as i32);
+            assert!(
+                (tr.scale_x - (512.0 * s).round() / 512.0).abs() < 1e-6,
+                "{tr:?}"
+            );
+            assert_eq!((tr.pad_x, tr.pad_y, tr.frame_width), (0.0, 0.0, 512.0));
+            let data = t.as_f32().unwrap();
+            // (x = 0, y = 0) is the image, the far corner is padding.
+            assert_eq!(data[0], 200.0);
+            assert_eq!(data[data.len() - 3], 9.0);
+        }
+        assert!(matches!(
+            rt.decoder,
+            Decoder::Pnet {
+                layout: MapLayout::Whc,
+                ..
+            }
+        ));
+        let tiny = RgbImage::filled(8, 8, [0; 3]).unwrap();
+        assert!(rt
+            .input
+            .prepare_frame(&mut Preprocessor::new(), &tiny)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn rnet_outputs_are_found_by_shape_and_reject_or_refine() {
+        let rnet = Decoder::Rnet { threshold: 0.7 };
+        let ctx = ItemContext {
+            transform: Transform::identity(100, 100),
+            bbox: Some(BBox::new(10.0, 10.0, 49.0, 49.0)),
+        };
+        let out = |p: f32| {
+            vec![
+                Tensor::from_f32(vec![1, 4], vec![0.0; 4]).unwrap(),
+                Tensor::from_f32(vec![1, 2], vec![1.0 - p, p]).unwrap(),
+            ]
+        };
+        let Decoded::Output { verdict, .. } = rnet.decode(&out(0.9), &ctx).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(verdict, Verdict::Refine { score, .. } if score == 0.9));
+        let Decoded::Output { verdict, .. } = rnet.decode(&out(0.2), &ctx).unwrap() else {
+            panic!()
+        };
+        assert_eq!(verdict, Verdict::Reject);
+        let e = rnet.decode(&out(0.9)[..1], &ctx).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("no output with last dim 2"),
+            "{e:#}"
+        );
+        let no_box = ItemContext { bbox: None, ..ctx };
+        assert!(rnet.decode(&out(0.9), &no_box).is_err());
+        assert!(Decoder::Upstream.decode(&out(0.9), &ctx).is_err());
     }
 }

@@ -59,16 +59,15 @@ pub enum Job {
 
 /// What the pool sends back to the scheduler thread.
 pub enum Prepared {
-    /// The detector's input is ready.
+    /// The detector's items are ready: one per frame, or one per pyramid scale (none
+    /// when the frame is too small for any scale).
     DetectorInput {
         /// Frame id.
         frame: u64,
         /// The decoded frame.
         image: Arc<RgbImage>,
-        /// Batch-1 input.
-        tensor: Tensor,
-        /// Network pixels to frame pixels.
-        transform: Transform,
+        /// Batch-1 inputs, each with its network-to-frame transform.
+        items: Vec<(Tensor, Transform)>,
     },
     /// Crops are ready (an item whose crop failed carries the reason).
     Crops {
@@ -155,12 +154,11 @@ fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], job: Job) -> Prepared {
                 reason,
                 message,
             },
-            Ok(image) => match inputs[model.0].prepare(pre, &image, None, false) {
-                Ok((tensor, transform)) => Prepared::DetectorInput {
+            Ok(image) => match inputs[model.0].prepare_frame(pre, &image) {
+                Ok(items) => Prepared::DetectorInput {
                     frame,
                     image: Arc::new(image),
-                    tensor,
-                    transform,
+                    items,
                 },
                 Err(e) => Prepared::Invalid {
                     frame,

@@ -16,12 +16,12 @@ use camdnn_policy::{
 };
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
-    Timing,
+    RejectReason, Timing,
 };
 use camdnn_vision::{BBox, RgbImage, Transform};
 use tokio::sync::oneshot;
 
-use super::models::{Decoded, ModelRuntime};
+use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::{CropSpec, Job, PrepPool, Prepared};
 use super::{FrameProcessor, Outcome};
 
@@ -190,6 +190,8 @@ struct ObjectState {
     class: String,
     score: f32,
     outputs: Vec<Output>,
+    /// A model's verdict removed it (e.g. R-Net found no face): left out of the result.
+    rejected: bool,
 }
 
 struct FrameState {
@@ -199,16 +201,18 @@ struct FrameState {
     deadline: Option<Instant>,
     reply: oneshot::Sender<Outcome>,
     image: Option<Arc<RgbImage>>,
-    transform: Option<Transform>,
+    /// Per detector item (pyramid scale): network pixels to frame pixels.
+    det_transforms: Vec<Transform>,
+    /// Detector items not decoded yet.
+    det_left: usize,
+    /// Objects of the detector items decoded so far (merged when the last one is).
+    det_found: Vec<Found>,
     objects: Vec<ObjectState>,
     pending: usize,
     first_start: Option<Instant>,
     detect_us: u32,
     detect_done: Option<Instant>,
 }
-
-/// Index used for the detector's own item (it has no object).
-const WHOLE_FRAME: usize = usize::MAX;
 
 struct Actor {
     start: Instant,
@@ -315,7 +319,9 @@ impl Actor {
             deadline,
             reply,
             image: None,
-            transform: None,
+            det_transforms: Vec::new(),
+            det_left: 0,
+            det_found: Vec::new(),
             objects: Vec::new(),
             pending: 1,
             first_start: None,
@@ -349,6 +355,7 @@ impl Actor {
                         class,
                         score: d.score,
                         outputs: Vec::new(),
+                        rejected: false,
                     });
                 }
                 self.expect_crops(id, &crops);
@@ -359,6 +366,14 @@ impl Actor {
                     raw: frame,
                     crops,
                 });
+            }
+            None if self.models[root.0].decoder.is_upstream() => {
+                self.frames.insert(id, state);
+                let name = &self.system.models[root.0].name;
+                let msg = format!(
+                    "this pipeline's detector {name:?} runs upstream: frames must carry their detections (boxes and classes)"
+                );
+                self.finish(id, Some(Outcome::Rejected(RejectReason::BadDetection, msg)));
             }
             None => {
                 self.frames.insert(id, state);
@@ -396,25 +411,34 @@ impl Actor {
             Prepared::DetectorInput {
                 frame,
                 image,
-                tensor,
-                transform,
+                items,
             } => {
                 let Some(f) = self.frames.get_mut(&frame) else {
                     return;
                 };
                 f.image = Some(image);
-                f.transform = Some(transform);
-                // The preparation's pending unit becomes the detector request's.
+                let n = items.len();
+                if n == 0 {
+                    // Too small for any pyramid scale: nothing to detect.
+                    f.pending -= 1;
+                    self.maybe_complete(frame);
+                    return;
+                }
+                // The preparation's pending unit becomes the detector items'.
+                f.pending += n - 1;
+                f.det_left = n;
                 let root = self.system.roots().next().expect("a detector");
-                self.queues
-                    .entry((frame, root))
-                    .or_default()
-                    .push_back(Item {
+                let queue = self.queues.entry((frame, root)).or_default();
+                for (object, (tensor, transform)) in items.into_iter().enumerate() {
+                    f.det_transforms.push(transform);
+                    // For detector items, `object` is the item (pyramid scale) index.
+                    queue.push_back(Item {
                         frame,
-                        object: WHOLE_FRAME,
+                        object,
                         tensor,
                     });
-                self.dispatch(frame, root, 1);
+                }
+                self.dispatch(frame, root, n);
             }
             Prepared::Crops {
                 frame,
@@ -572,6 +596,9 @@ impl Actor {
     fn sync_residency(&mut self, j: ProcId) {
         let np = self.system.num_processors();
         for i in self.system.model_ids() {
+            if self.models[i.0].decoder.is_upstream() {
+                continue; // never loaded: the scheduler's residency is all it has
+            }
             let want = self.cluster.is_resident(i, j);
             let idx = i.0 * np + j.0;
             if want == self.loaded[idx] {
@@ -625,18 +652,29 @@ impl Actor {
         metrics::histogram!("camdnn_batch_queue_seconds")
             .record(report.started.duration_since(meta.dispatched).as_secs_f64());
         let mut frames_touched = Vec::new();
+        let is_root = self.system.models[meta.model.0].parent.is_none();
+        let share_us = report.exec_time().as_micros() as u32 / meta.items.len().max(1) as u32;
         for (n, (frame, object)) in meta.items.into_iter().enumerate() {
-            if !self.frames.contains_key(&frame) {
+            let Some(f) = self.frames.get(&frame) else {
                 continue; // answered already (deadline, failure)
-            }
+            };
             let outputs: Result<Vec<Tensor>, EngineError> =
                 report.outputs.iter().map(|t| t.slice_batch(n, 1)).collect();
-            let transform = self.frames[&frame]
-                .transform
-                .unwrap_or(Transform::identity(1, 1));
+            let ctx = if is_root {
+                ItemContext {
+                    transform: f.det_transforms[object],
+                    bbox: None,
+                }
+            } else {
+                let (w, h) = f.image.as_ref().map_or((1, 1), |i| (i.width(), i.height()));
+                ItemContext {
+                    transform: Transform::identity(w, h),
+                    bbox: Some(f.objects[object].bbox),
+                }
+            };
             let decoded = outputs
                 .map_err(anyhow::Error::from)
-                .and_then(|o| self.models[meta.model.0].decoder.decode(&o, &transform));
+                .and_then(|o| self.models[meta.model.0].decoder.decode(&o, &ctx));
             match decoded {
                 Err(e) => {
                     tracing::warn!(frame, model = %self.system.models[meta.model.0].name, error = %format!("{e:#}"), "cannot read outputs");
@@ -645,8 +683,17 @@ impl Actor {
                 }
                 Ok(Decoded::Objects(found)) => {
                     let f = self.frames.get_mut(&frame).expect("checked above");
-                    f.detect_us = report.exec_time().as_micros() as u32;
+                    f.detect_us += share_us;
                     f.detect_done = Some(report.finished);
+                    f.det_found.extend(found);
+                    f.det_left -= 1;
+                    if f.det_left > 0 {
+                        f.pending -= 1;
+                        continue; // more of this frame's detector items to come
+                    }
+                    let found = self.models[meta.model.0]
+                        .decoder
+                        .merge(std::mem::take(&mut f.det_found));
                     let mut crops = Vec::new();
                     for (k, o) in found.into_iter().enumerate() {
                         let b = o.detection.bbox;
@@ -665,20 +712,37 @@ impl Actor {
                             class: o.class,
                             score: o.detection.score,
                             outputs: Vec::new(),
+                            rejected: false,
                         });
                     }
                     self.start_crops(frame, crops);
                 }
-                Ok(Decoded::Output { value, rotate }) => {
+                Ok(Decoded::Output {
+                    value,
+                    rotate,
+                    verdict,
+                }) => {
                     let f = self.frames.get_mut(&frame).expect("checked above");
                     let model = &self.system.models[meta.model.0];
-                    let bbox = f.objects[object].bbox;
-                    f.objects[object].outputs.push(Output {
+                    let obj = &mut f.objects[object];
+                    obj.outputs.push(Output {
                         model: model.name.clone(),
                         value,
                     });
-                    let crops: Vec<CropSpec> = model
-                        .children
+                    match verdict {
+                        Verdict::Keep => {}
+                        Verdict::Refine { bbox, score } => {
+                            obj.bbox = bbox;
+                            obj.score = score;
+                        }
+                        Verdict::Reject => {
+                            obj.rejected = true;
+                            metrics::counter!("camdnn_objects_rejected_total", "model" => model.name.clone()).increment(1);
+                        }
+                    }
+                    let bbox = obj.bbox;
+                    let children: &[ModelId] = if obj.rejected { &[] } else { &model.children };
+                    let crops: Vec<CropSpec> = children
                         .iter()
                         .map(|&c| CropSpec {
                             object,
@@ -726,11 +790,38 @@ impl Actor {
         }
     }
 
+    /// Frame-wide suppression (MTCNN's last step) over the objects each such model
+    /// refined; the losers are marked rejected.
+    fn suppress(&self, objects: &mut [ObjectState]) {
+        for (i, m) in self.models.iter().enumerate() {
+            let Some(overlap) = m.decoder.final_suppression() else {
+                continue;
+            };
+            let name = &self.system.models[i].name;
+            let idx: Vec<usize> = (0..objects.len())
+                .filter(|&n| {
+                    !objects[n].rejected && objects[n].outputs.iter().any(|o| &o.model == name)
+                })
+                .collect();
+            let faces: Vec<(BBox, f32)> = idx
+                .iter()
+                .map(|&n| (objects[n].bbox, objects[n].score))
+                .collect();
+            let keep = camdnn_vision::mtcnn::suppress_nested(&faces, overlap);
+            for (&n, k) in idx.iter().zip(keep) {
+                objects[n].rejected |= !k;
+            }
+        }
+    }
+
     /// Answers a frame: with `outcome`, or with its result when `None`.
     fn finish(&mut self, frame: u64, outcome: Option<Outcome>) {
-        let Some(f) = self.frames.remove(&frame) else {
+        let Some(mut f) = self.frames.remove(&frame) else {
             return;
         };
+        if outcome.is_none() {
+            self.suppress(&mut f.objects);
+        }
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.batcher.forget_frame(frame);
         self.queues.retain(|(fr, _), _| *fr != frame);
@@ -759,6 +850,7 @@ impl Actor {
                 objects: f
                     .objects
                     .into_iter()
+                    .filter(|o| !o.rejected)
                     .map(|o| ObjectResult {
                         bbox: WireBox {
                             x0: o.bbox.x0,

@@ -1,0 +1,151 @@
+//! Shared helpers of the real-model pipeline tests: the shipped configs, the
+//! test images of scripts/fetch_test_images.sh, frames and submission.
+
+#![allow(dead_code)] // each test binary uses a subset
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bytes::Bytes;
+use camdnn_daemon::config::DaemonConfig;
+use camdnn_daemon::pipeline::{FrameProcessor, Outcome};
+use camdnn_engine::{EngineKind, OrtProvider};
+use camdnn_protocol::{Frame, PixelFormat, UpstreamDetection};
+use tokio::sync::oneshot;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A shipped config, e.g. `camdnnd-ocr.toml`, whose model files must be there.
+pub fn config(name: &str) -> DaemonConfig {
+    let cfg = DaemonConfig::load(&root().join("config").join(name))
+        .unwrap_or_else(|e| panic!("loading config/{name}: {e:#}"));
+    for m in &cfg.pipeline.models {
+        if let Some(p) = &m.path {
+            let p = cfg.resolve(p);
+            assert!(
+                p.is_file(),
+                "model file {} is missing: run scripts/setup.sh",
+                p.display()
+            );
+        }
+    }
+    cfg
+}
+
+/// An RGB image read from a binary PPM (P6, maxval 255).
+pub struct Rgb {
+    pub width: u32,
+    pub height: u32,
+    pub data: Vec<u8>,
+}
+
+fn ppm_token<'a>(bytes: &'a [u8], pos: &mut usize) -> &'a str {
+    while bytes[*pos].is_ascii_whitespace() || bytes[*pos] == b'#' {
+        if bytes[*pos] == b'#' {
+            while bytes[*pos] != b'\n' {
+                *pos += 1;
+            }
+        }
+        *pos += 1;
+    }
+    let start = *pos;
+    while !bytes[*pos].is_ascii_whitespace() {
+        *pos += 1;
+    }
+    std::str::from_utf8(&bytes[start..*pos]).unwrap()
+}
+
+/// Reads `testdata/NAME` (made by scripts/fetch_test_images.sh).
+pub fn test_image(name: &str) -> Rgb {
+    let path = root().join("testdata").join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "test image {} cannot be read ({e}): run scripts/setup.sh (it calls scripts/fetch_test_images.sh)",
+            path.display()
+        )
+    });
+    parse_ppm(&bytes, &path)
+}
+
+fn parse_ppm(bytes: &[u8], path: &Path) -> Rgb {
+    let mut pos = 0;
+    assert_eq!(
+        ppm_token(bytes, &mut pos),
+        "P6",
+        "{} is not a binary PPM",
+        path.display()
+    );
+    let width: u32 = ppm_token(bytes, &mut pos).parse().unwrap();
+    let height: u32 = ppm_token(bytes, &mut pos).parse().unwrap();
+    assert_eq!(
+        ppm_token(bytes, &mut pos),
+        "255",
+        "{}: maxval must be 255",
+        path.display()
+    );
+    let data = bytes[pos + 1..].to_vec();
+    assert_eq!(
+        data.len(),
+        (width * height * 3) as usize,
+        "{} is truncated",
+        path.display()
+    );
+    Rgb {
+        width,
+        height,
+        data,
+    }
+}
+
+/// An RGB24 frame of `img`, with upstream detections when given.
+pub fn frame(seq: u64, img: &Rgb, detections: Option<Vec<UpstreamDetection>>) -> Frame {
+    Frame {
+        stream_id: 1,
+        seq,
+        capture_ts_us: 0,
+        width: img.width,
+        height: img.height,
+        pixel_format: PixelFormat::Rgb24,
+        priority: None,
+        deadline: None,
+        detections,
+        payload: Bytes::from(img.data.clone()),
+    }
+}
+
+/// Submits a frame and waits for its outcome.
+pub fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
+    let (tx, rx) = oneshot::channel();
+    p.submit(f, Instant::now(), tx);
+    rx.blocking_recv().expect("every frame is answered")
+}
+
+/// The shipped config `name` as shipped ("mixed": cpu-tract + cpu-ort) and
+/// with every processor switched to one engine ("tract", "ort"), so each test
+/// proves every model of the graph runs on both engines (with the shipped
+/// profile, the scheduler may well leave one engine idle).
+pub fn variants(name: &str) -> Vec<(&'static str, DaemonConfig)> {
+    let shipped = config(name);
+    let mut out = vec![("mixed", shipped.clone())];
+    for (label, engine, provider) in [
+        ("tract", EngineKind::Tract, None),
+        ("ort", EngineKind::Ort, Some(OrtProvider::Cpu)),
+    ] {
+        let mut cfg = shipped.clone();
+        for p in &mut cfg.pipeline.processors {
+            p.engine = engine;
+            p.provider = provider;
+        }
+        out.push((label, cfg));
+    }
+    out
+}
+
+/// Starts a pipeline, naming the variant on failure.
+pub fn start(label: &str, cfg: &DaemonConfig) -> camdnn_daemon::pipeline::Built {
+    camdnn_daemon::pipeline::start(cfg)
+        .unwrap_or_else(|e| panic!("starting the {label} variant: {e:#}"))
+}

