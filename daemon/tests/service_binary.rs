@@ -44,6 +44,13 @@ fn config_text(socket: &Path, metrics: &str, wait_ms: f64) -> String {
             ));
         } else if line.starts_with("profile = ") {
             out.push_str(&format!("profile = {:?}\n", profile.display().to_string()));
+        } else if line.starts_with("policy = ") {
+            let dir = repo().join("config/policies");
+            out.push_str(&format!(
+                "policy = {{ onnx = {:?}, sidecar = {:?} }}\n",
+                dir.join("rb5.onnx").display().to_string(),
+                dir.join("rb5.policy.json").display().to_string()
+            ));
         } else if line.starts_with("wait_ms = ") {
             out.push_str(&format!("wait_ms = {wait_ms:?}\n"));
         } else {

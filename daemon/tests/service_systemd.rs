@@ -142,6 +142,12 @@ fn sim_config(dir: &Path, socket: &Path) -> PathBuf {
                 )
             } else if l.starts_with("profile = ") {
                 format!("profile = {:?}\n", profile.display().to_string())
+            } else if l.starts_with("policy = ") {
+                // The shipped config's paths are relative to its folder.
+                l.replace(
+                    "\"policies/",
+                    &format!("\"{}/", repo().join("config/policies").display()),
+                ) + "\n"
             } else {
                 format!("{l}\n")
             }

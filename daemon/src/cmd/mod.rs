@@ -1,6 +1,9 @@
 //! The `camdnnd` command line: one module per subcommand.
 
+pub mod bench;
+pub mod check_config;
 pub mod feed;
+pub mod profile;
 pub mod serve;
 pub mod simulate;
 
@@ -24,6 +27,15 @@ enum Command {
     /// Streams images, a scene trace or synthetic frames to a running daemon
     /// at a given fps and prints the answers as JSON lines.
     Feed(feed::Args),
+    /// Validates a daemon config without serving: parses it, checks the
+    /// pipeline and loads every model on every processor that supports it.
+    CheckConfig(check_config::Args),
+    /// Measures t_e(i,j,k) and t_l(i,j) of the configured models on this
+    /// host's processors and writes the profile file the scheduler reads.
+    Profile(profile::Args),
+    /// Benchmarks the real pipeline against a sequential Rust loop and a
+    /// sequential Python/onnxruntime script, and the simulator's prediction.
+    Bench(bench::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -32,5 +44,8 @@ pub fn main() -> anyhow::Result<()> {
         Command::Simulate(args) => simulate::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Feed(args) => feed::run(&args),
+        Command::CheckConfig(args) => check_config::run(&args),
+        Command::Profile(args) => profile::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

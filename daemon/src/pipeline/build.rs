@@ -11,7 +11,8 @@ use camdnn_engine::{
     DType, Dim, Engine, EngineKind, OrtEngine, SimEngine, SimModelSpec, Tensor, TensorInfo,
     TractEngine, Worker,
 };
-use camdnn_policy::schedulers::fastest_hosts;
+use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner, Scheduler};
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 
@@ -56,6 +57,7 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
     let p = &cfg.pipeline;
     p.check()?;
     let system = p.system(|f| cfg.resolve(f))?;
+    scheduler(cfg, &system)?;
     for m in &p.models {
         ModelRuntime::new(m, &|f| cfg.resolve(f))?;
         if let (Some(path), true) = (
@@ -107,10 +109,13 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     }
     let handles: Vec<_> = workers.iter().map(Worker::handle).collect();
 
-    // Start-up residency: every model on its fastest processors within N_j,
-    // loaded and warmed up (one batch-1 run) before we report ready. An upstream
-    // detector holds its slot in the scheduler's residency but is never loaded.
-    let plan = fastest_hosts(&system);
+    // Start-up residency: the scheduler's initial plan (for camdnn, its global
+    // step for one request of each model: every model on its fastest units,
+    // free slots filled), loaded and warmed up (one batch-1 run) before we
+    // report ready. An upstream detector holds its slot in the scheduler's
+    // residency but is never loaded.
+    let mut scheduler = scheduler(cfg, &system)?;
+    let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
     cluster.preload(&system, &plan);
     let mut loads = Vec::new();
@@ -123,11 +128,11 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
             let report = handles[j.0]
                 .load_blocking(sources[i.0].clone())
                 .with_context(|| format!("loading {mname} on {pname}"))?;
-            loads.push((
-                mname.clone(),
-                pname.clone(),
-                report.finished.duration_since(report.started),
-            ));
+            let took = report.finished.duration_since(report.started);
+            metrics::counter!("camdnn_model_loads_total", "model" => mname.clone(), "processor" => pname.clone()).increment(1);
+            metrics::histogram!("camdnn_model_load_seconds", "model" => mname.clone(), "processor" => pname.clone())
+                .record(took.as_secs_f64());
+            loads.push((mname.clone(), pname.clone(), took));
             let warm = warm_up_input(&p.models[i.0]);
             handles[j.0]
                 .run_blocking(mname, vec![warm])
@@ -140,7 +145,7 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         sources,
         workers: handles,
         cluster,
-        global: None,
+        scheduler,
         wait_ms: p.wait_ms,
         epoch_ms: p.epoch_ms,
         max_in_flight: p.max_in_flight,
@@ -151,6 +156,47 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         workers,
         loads,
     })
+}
+
+/// The scheduler `cfg` asks for, its learned policy (if any) loaded and
+/// checked against `system`.
+fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn Scheduler + Send>> {
+    let p = &cfg.pipeline;
+    if p.scheduler != "camdnn" {
+        if p.policy.is_some() {
+            bail!(
+                "pipeline.policy is set but pipeline.scheduler = {:?} does not use it (only \"camdnn\" does)",
+                p.scheduler
+            );
+        }
+        return by_name(system, &p.scheduler, p.wait_ms).ok_or_else(|| {
+            anyhow::anyhow!(
+                "pipeline.scheduler = {:?} is not a scheduler; use \"camdnn\" or one of {}",
+                p.scheduler,
+                camdnn_policy::schedulers::BASELINES.join(", ")
+            )
+        });
+    }
+    let Some(files) = &p.policy else {
+        return Ok(Box::new(Camdnn::new(GreedyPlanner::default(), p.wait_ms)));
+    };
+    let onnx_path = cfg.resolve(&files.onnx);
+    let sidecar_path = cfg.resolve(&files.sidecar);
+    let onnx = std::fs::read(&onnx_path)
+        .with_context(|| format!("pipeline.policy.onnx: cannot read {}", onnx_path.display()))?;
+    let sidecar = std::fs::read_to_string(&sidecar_path).with_context(|| {
+        format!(
+            "pipeline.policy.sidecar: cannot read {}",
+            sidecar_path.display()
+        )
+    })?;
+    let policy = MlpPolicy::new(system, &onnx, &sidecar).with_context(|| {
+        format!(
+            "pipeline.policy: {} does not fit this pipeline's system",
+            onnx_path.display()
+        )
+    })?;
+    Ok(Box::new(Camdnn::new(policy, p.wait_ms)))
 }
 
 /// A batch-1 input of the model's configured size (zeros).

@@ -41,6 +41,12 @@ pub struct PipelineConfig {
     /// Optional learned global policy (ONNX + sidecar from `ilmodel export`).
     #[serde(default)]
     pub policy: Option<PolicyFiles>,
+    /// The scheduler that places batches: `camdnn` (local dispatcher plus the
+    /// global step, with `policy` when given, else the greedy planner), or a
+    /// baseline of the simulator by name (`camdnn-local`, `heft`, `cq`, ...)
+    /// for side-by-side comparisons on the real pipeline.
+    #[serde(default = "d_scheduler")]
+    pub scheduler: String,
     /// The processing units.
     #[serde(rename = "processor")]
     pub processors: Vec<ProcessorEntry>,
@@ -49,6 +55,9 @@ pub struct PipelineConfig {
     pub models: Vec<ModelEntry>,
 }
 
+fn d_scheduler() -> String {
+    "camdnn".into()
+}
 fn d_max_batch() -> usize {
     4
 }
@@ -371,15 +380,20 @@ impl PipelineConfig {
         })?;
         let measured = SystemSpec::from_toml(&text)
             .with_context(|| format!("in profile {}", path.display()))?;
-        let spec = self.system_spec(measured.profile);
+        let spec = self.system_spec(measured.name, measured.profile);
         System::from_spec(&spec)
             .with_context(|| format!("pipeline config with the profile {}", path.display()))
     }
 
-    /// The system spec for these processors and models with a given profile table.
-    pub fn system_spec(&self, profile: camdnn_policy::spec::ProfileSpec) -> SystemSpec {
+    /// The system spec for these processors and models with a given profile
+    /// table; `name` is the board's (a learned policy is checked against it).
+    pub fn system_spec(
+        &self,
+        name: String,
+        profile: camdnn_policy::spec::ProfileSpec,
+    ) -> SystemSpec {
         SystemSpec {
-            name: String::from("camdnnd"),
+            name,
             max_batch: self.max_batch,
             processors: self
                 .processors

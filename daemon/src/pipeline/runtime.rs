@@ -10,10 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
-use camdnn_policy::schedulers::best_resident_batch;
-use camdnn_policy::{
-    choose_host, repair, Cluster, GlobalPolicy, HostRule, ModelId, PlanInput, ProcId, System,
-};
+use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::{Cluster, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
     RejectReason, Timing,
@@ -112,8 +110,9 @@ pub struct Parts {
     pub workers: Vec<WorkerHandle>,
     /// Residency after start-up (already loaded and warmed up).
     pub cluster: Cluster,
-    /// The optional learned global policy.
-    pub global: Option<Box<dyn GlobalPolicy + Send>>,
+    /// The policy crate's scheduler that places every batch and runs the
+    /// global step (the same object the simulator drives).
+    pub scheduler: Box<dyn Scheduler + Send>,
     /// WaitTime, ms.
     pub wait_ms: f64,
     /// Global step interval, ms.
@@ -147,7 +146,7 @@ pub fn start(parts: Parts) -> Pipeline {
         sources: parts.sources,
         workers: parts.workers,
         cluster: parts.cluster,
-        global: parts.global,
+        scheduler: parts.scheduler,
         loaded,
         frames: HashMap::new(),
         queues: HashMap::new(),
@@ -199,6 +198,8 @@ struct FrameState {
     seq: u64,
     received: Instant,
     deadline: Option<Instant>,
+    /// Inherited by every batch the frame's requests ride in.
+    priority: u8,
     reply: oneshot::Sender<Outcome>,
     image: Option<Arc<RgbImage>>,
     /// Per detector item (pyramid scale): network pixels to frame pixels.
@@ -222,7 +223,7 @@ struct Actor {
     workers: Vec<WorkerHandle>,
     cluster: Cluster,
     batcher: SyncBatcher,
-    global: Option<Box<dyn GlobalPolicy + Send>>,
+    scheduler: Box<dyn Scheduler + Send>,
     loaded: Vec<bool>,
     frames: HashMap<u64, FrameState>,
     queues: HashMap<(u64, ModelId), VecDeque<Item>>,
@@ -246,10 +247,11 @@ impl Actor {
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
         loop {
             let now = self.now_ms();
-            let mut wake = self.batcher.next_deadline().unwrap_or(f64::INFINITY);
-            if self.global.is_some() {
-                wake = wake.min(self.next_epoch);
-            }
+            let wake = self
+                .batcher
+                .next_deadline()
+                .unwrap_or(f64::INFINITY)
+                .min(self.next_epoch);
             let timeout = if wake.is_finite() {
                 Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3)
             } else {
@@ -266,7 +268,7 @@ impl Actor {
             for f in due {
                 self.flush(f);
             }
-            if self.global.is_some() && now >= self.next_epoch {
+            if now >= self.next_epoch {
                 self.global_step(now);
                 self.next_epoch = now + self.epoch_ms;
             }
@@ -317,6 +319,7 @@ impl Actor {
             seq: frame.seq,
             received,
             deadline,
+            priority: frame.priority.unwrap_or(0),
             reply,
             image: None,
             det_transforms: Vec::new(),
@@ -393,10 +396,31 @@ impl Actor {
         }
     }
 
+    /// Records the scene r of a frame whose level-1 crops are known and tells
+    /// the scheduler: detectors count 1, level-1 models their crops, deeper
+    /// models their parent's count (one request per object, as an estimate
+    /// until the parent's verdicts are in).
     fn note_scene(&mut self, crops: &[CropSpec]) {
-        for m in self.system.request_models() {
-            self.last_scene[m.0] = crops.iter().filter(|c| c.model == m).count() as u32;
+        for m in self.system.model_ids() {
+            let model = &self.system.models[m.0];
+            self.last_scene[m.0] = match (model.parent, model.level) {
+                (None, _) => 1,
+                (Some(_), 1) => crops.iter().filter(|c| c.model == m).count() as u32,
+                (Some(_), _) => 0,
+            };
         }
+        let mut by_level: Vec<ModelId> = self.system.model_ids().collect();
+        by_level.sort_by_key(|m| self.system.models[m.0].level);
+        for m in by_level {
+            if let Some(p) = self.system.models[m.0].parent {
+                if self.system.models[m.0].level > 1 {
+                    self.last_scene[m.0] = self.last_scene[p.0];
+                }
+            }
+        }
+        let now = self.now_ms();
+        self.scheduler
+            .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
     }
 
     fn prepared(&mut self, p: Prepared) {
@@ -465,8 +489,11 @@ impl Actor {
                                     object: spec.object,
                                     tensor,
                                 });
-                            let target =
-                                best_resident_batch(&self.system, &self.cluster, spec.model);
+                            let target = self.scheduler.batch_target(
+                                &self.system,
+                                &self.cluster,
+                                spec.model,
+                            );
                             if let Some(fl) = self.batcher.arrive(now, frame, spec.model, target) {
                                 self.flush(fl);
                             }
@@ -512,23 +539,19 @@ impl Actor {
         while left > 0 {
             let now = self.now_ms();
             let t0 = Instant::now();
-            let Some(d) = choose_host(
-                &self.system,
-                &self.cluster,
-                HostRule::PerRequest,
-                now,
-                model,
-                left,
-            ) else {
+            let Some((proc, batch)) =
+                self.scheduler
+                    .place(&self.system, &self.cluster, now, model, left)
+            else {
                 tracing::error!(model = %self.system.models[model.0].name, "no processor can host the model");
                 self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
                 return;
             };
-            let k = d.batch.min(self.system.max_batch_on(model, d.proc)).max(1);
+            let k = batch.min(self.system.max_batch_on(model, proc)).max(1);
             metrics::histogram!("camdnn_dispatch_decision_seconds")
                 .record(t0.elapsed().as_secs_f64());
-            let placement = self.cluster.run(&self.system, now, model, d.proc, k);
-            self.sync_residency(d.proc);
+            let placement = self.cluster.run(&self.system, now, model, proc, k);
+            self.sync_residency(proc);
             let Some(queue) = self.queues.get_mut(&(frame, model)) else {
                 return;
             };
@@ -540,7 +563,7 @@ impl Actor {
                 return;
             }
             left = left.saturating_sub(items.len());
-            self.send_batch(model, d.proc, items, placement.finish_ms);
+            self.send_batch(model, proc, items, placement.finish_ms);
         }
     }
 
@@ -550,9 +573,11 @@ impl Actor {
         let keys: Vec<(u64, usize)> = items.iter().map(|i| (i.frame, i.object)).collect();
         let tensors: Vec<Tensor> = items.into_iter().map(|i| i.tensor).collect();
         let now = Instant::now();
+        let mut priority = 0;
         for (f, _) in &keys {
             if let Some(fs) = self.frames.get_mut(f) {
                 fs.first_start.get_or_insert(now);
+                priority = priority.max(fs.priority);
             }
         }
         let name = self.system.models[model.0].name.clone();
@@ -583,7 +608,7 @@ impl Actor {
                 dispatched: now,
             },
         );
-        if let Err(e) = self.workers[proc.0].run(name, vec![batch], reply) {
+        if let Err(e) = self.workers[proc.0].run_with_priority(name, vec![batch], priority, reply) {
             tracing::error!(error = %e, "worker is gone");
             let _ = self.tx.send(Event::BatchDone {
                 batch: id,
@@ -868,32 +893,23 @@ impl Actor {
         let _ = f.reply.send(outcome);
     }
 
+    /// The scheduler's global step (camdnn: re-plan residency and batching
+    /// for the latest scene, adopted only when it pays for its loads), then
+    /// the workers follow the new residency.
     fn global_step(&mut self, now: f64) {
-        let Some(policy) = self.global.as_mut() else {
-            return;
-        };
         let t0 = Instant::now();
-        let rem = self.cluster.rem_all(now);
-        let residency = self.cluster.residency().to_vec();
-        let input = PlanInput {
-            scene: &self.last_scene,
-            rem_ms: &rem,
-            residency: &residency,
-            frames_per_epoch: (self.frames_this_epoch as f64).max(1.0),
-        };
-        let plan = policy.plan(&self.system, &input);
-        match repair(&self.system, &input, &plan) {
-            Ok(plan) => {
-                let loads = self.cluster.apply_residency(&self.system, now, &plan);
-                for j in self.system.proc_ids() {
-                    self.sync_residency(j);
-                }
-                metrics::counter!("camdnn_global_step_reallocations_total").increment(loads as u64);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "global step found no feasible plan; keeping residency")
-            }
+        let frames = (self.frames_this_epoch as f64).max(1.0);
+        let out = self.scheduler.on_epoch(
+            &self.system,
+            &mut self.cluster,
+            now,
+            &self.last_scene,
+            frames,
+        );
+        for j in self.system.proc_ids() {
+            self.sync_residency(j);
         }
+        metrics::counter!("camdnn_global_step_reallocations_total").increment(u64::from(out.loads));
         self.frames_this_epoch = 0;
         metrics::histogram!("camdnn_global_step_seconds").record(t0.elapsed().as_secs_f64());
     }

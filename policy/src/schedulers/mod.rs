@@ -209,7 +209,7 @@ pub const BASELINES: &[&str] = &[
 
 /// Builds a scheduler from its report name; `wait_ms` is the sync-timer
 /// WaitTime for those that batch.
-pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Scheduler>> {
+pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Scheduler + Send>> {
     use crate::spec::ProcessorKind;
     use crate::HostRule;
     Some(match name {

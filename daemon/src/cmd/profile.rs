@@ -1,0 +1,323 @@
+//! `camdnnd profile`: measures the configured models on this host's
+//! processors with their configured engines (one pinned worker thread per
+//! processor, as `serve` runs them) and writes the system file the scheduler
+//! reads: t_e(i,j,k) for k = 1..n_b (median of `--runs` batches of zeros of
+//! the model's configured input shape, after `--warmup` runs) and t_l(i,j)
+//! (median of `--loads` loads). The header comment records the host: CPU
+//! governor, online cores, engine and core of every processor.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use camdnn_engine::{
+    DType, Engine, EngineError, EngineKind, OrtEngine, Tensor, TractEngine, Worker,
+};
+use camdnn_policy::spec::{PairSpec, ProfileSpec};
+use camdnn_vision::Layout;
+
+use crate::config::DaemonConfig;
+use crate::pipeline::config::{ModelEntry, ProcessorEntry};
+
+/// t_e and t_l written for an `upstream` detector, which is never run: a
+/// negligible cost on every processor (the policy crate needs a positive time).
+pub const UPSTREAM_MS: f64 = 0.001;
+
+/// Options of `camdnnd profile`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The daemon's config file (its processors and models are measured).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Where to write the profile (the file `[pipeline] profile` names).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Timed runs per batch size (the median is written).
+    #[arg(long, default_value_t = 30)]
+    pub runs: usize,
+    /// Untimed warm-up runs per batch size before the timed ones.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Timed loads per model and processor (the median is written).
+    #[arg(long, default_value_t = 5)]
+    pub loads: usize,
+}
+
+/// Runs the measurements and writes the file.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.runs == 0 || args.loads == 0 {
+        bail!("--runs and --loads must be at least 1");
+    }
+    let cfg = DaemonConfig::load(&args.config)?;
+    cfg.pipeline
+        .check()
+        .with_context(|| format!("in config {}", args.config.display()))?;
+    let text = profile(&cfg, args)?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, text).with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// The engine a processor entry names (the ONNX Runtime library is found as
+/// `serve` finds it). The sim engine is refused: it has nothing to measure.
+pub fn engine_for(proc: &ProcessorEntry) -> anyhow::Result<Arc<dyn Engine>> {
+    Ok(match proc.engine {
+        EngineKind::Tract => Arc::new(TractEngine::new()),
+        EngineKind::Ort => Arc::new(OrtEngine::new(None).with_context(|| {
+            format!(
+                "processor {:?}: ONNX Runtime (set ORT_DYLIB_PATH or run scripts/setup.sh)",
+                proc.name
+            )
+        })?),
+        EngineKind::Sim => bail!(
+            "processor {:?} uses the sim engine, which has no real timings to measure",
+            proc.name
+        ),
+    })
+}
+
+/// The configured input shape of a model for a batch of `k`.
+pub fn input_dims(m: &ModelEntry, k: usize) -> Vec<usize> {
+    let (w, h) = (m.input.width as usize, m.input.height as usize);
+    match m.input.norm.layout {
+        Layout::Nchw => vec![k, 3, h, w],
+        Layout::Nhwc => vec![k, h, w, 3],
+        Layout::Nwhc => vec![k, w, h, 3],
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Rounded to 1 us: finer digits are noise and clutter the file.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Measures every (model, processor) pair; the file's text.
+fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
+    let p = &cfg.pipeline;
+    let mut table = ProfileSpec::new();
+    let mut notes = Vec::new();
+    for proc in &p.processors {
+        let engine = engine_for(proc)?;
+        let worker = Worker::spawn(proc.engine_config(), engine)
+            .with_context(|| format!("starting processor {:?}", proc.name))?;
+        let h = worker.handle();
+        for m in &p.models {
+            if m.output.is_upstream() {
+                table.entry(m.name.clone()).or_default().insert(
+                    proc.name.clone(),
+                    PairSpec {
+                        exec_ms: vec![UPSTREAM_MS],
+                        load_ms: UPSTREAM_MS,
+                        size_mb: None,
+                    },
+                );
+                continue;
+            }
+            let source = m.source(|f| cfg.resolve(f));
+            let size_mb = std::fs::metadata(&source.path)
+                .with_context(|| format!("model {:?}: {}", m.name, source.path.display()))?
+                .len() as f64
+                / 1e6;
+            eprint!("{} on {}: loading x{} ...", m.name, proc.name, args.loads);
+            let mut loads = Vec::new();
+            let mut refused = None;
+            for n in 0..args.loads {
+                match h.load_blocking(source.clone()) {
+                    Ok(r) => loads.push(ms(r.finished.duration_since(r.started))),
+                    Err(e @ EngineError::UnsupportedOps { .. }) => {
+                        refused = Some(e);
+                        break;
+                    }
+                    Err(e) => {
+                        eprintln!();
+                        return Err(e)
+                            .with_context(|| format!("loading {} on {}", m.name, proc.name));
+                    }
+                }
+                if n + 1 < args.loads {
+                    h.unload_blocking(&m.name)?;
+                }
+            }
+            if let Some(e) = refused {
+                eprintln!(" unsupported ({e}); left out of the profile");
+                notes.push(format!("{} on {}: unsupported: {e}", m.name, proc.name));
+                continue;
+            }
+            let load_ms = round3(median(loads)).max(0.001);
+            eprint!(" {load_ms:.1} ms; exec");
+            let mut exec_ms = Vec::with_capacity(p.max_batch);
+            for k in 1..=p.max_batch {
+                let input = Tensor::zeros("", DType::F32, input_dims(m, k));
+                for _ in 0..args.warmup {
+                    h.run_blocking(&m.name, vec![input.clone()])
+                        .with_context(|| format!("running {} on {} (k={k})", m.name, proc.name))?;
+                }
+                let mut times = Vec::with_capacity(args.runs);
+                for _ in 0..args.runs {
+                    let r = h
+                        .run_blocking(&m.name, vec![input.clone()])
+                        .with_context(|| format!("running {} on {} (k={k})", m.name, proc.name))?;
+                    times.push(ms(r.exec_time()));
+                }
+                let t = round3(median(times)).max(0.001);
+                eprint!(" k={k} {t:.2}");
+                exec_ms.push(t);
+            }
+            eprintln!(" ms");
+            h.unload_blocking(&m.name)?;
+            table.entry(m.name.clone()).or_default().insert(
+                proc.name.clone(),
+                PairSpec {
+                    exec_ms,
+                    load_ms,
+                    size_mb: Some(round3(size_mb)),
+                },
+            );
+        }
+        worker.shutdown();
+    }
+    for m in &p.models {
+        if !table.contains_key(&m.name) {
+            bail!(
+                "model {:?} runs on none of the processors:\n  {}",
+                m.name,
+                notes.join("\n  ")
+            );
+        }
+    }
+    let board = args
+        .out
+        .file_stem()
+        .map_or_else(|| "host".to_string(), |s| s.to_string_lossy().into_owned());
+    let spec = p.system_spec(board, table);
+    // The written file must be one the scheduler accepts.
+    camdnn_policy::System::from_spec(&spec)
+        .context("the measured profile is not a valid system")?;
+    Ok(format!("{}{}", header(cfg, args, &notes), spec.to_toml()))
+}
+
+/// `cpu0=performance cpu1=performance`, or "unknown" when cpufreq is absent.
+pub fn governors() -> String {
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") {
+        let mut cpus: Vec<(usize, PathBuf)> = dir
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                let n = name.strip_prefix("cpu")?.parse().ok()?;
+                Some((n, e.path()))
+            })
+            .collect();
+        cpus.sort();
+        for (n, path) in cpus {
+            if let Ok(g) = std::fs::read_to_string(path.join("cpufreq/scaling_governor")) {
+                out.push(format!("cpu{n}={}", g.trim()));
+            }
+        }
+    }
+    if out.is_empty() {
+        "unknown".into()
+    } else {
+        out.join(" ")
+    }
+}
+
+/// `/sys/devices/system/cpu/online` (e.g. `0-3`), "unknown" when absent.
+pub fn online_cores() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn header(cfg: &DaemonConfig, args: &Args, notes: &[String]) -> String {
+    let p = &cfg.pipeline;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Measured by `camdnnd profile` {} on host {:?}, {}",
+        env!("CARGO_PKG_VERSION"),
+        hostname(),
+        utc_now()
+    );
+    let _ = writeln!(s, "# config: {}", args.config.display());
+    let _ = writeln!(s, "# cpu governor: {}", governors());
+    let _ = writeln!(s, "# online cores: {}", online_cores());
+    let _ = writeln!(
+        s,
+        "# t_e: median of {} runs of a zero batch of the configured input shape after {} warm-up runs; \
+         t_l: median of {} loads; size_mb: model file size / 1e6",
+        args.runs, args.warmup, args.loads
+    );
+    let _ = writeln!(
+        s,
+        "# upstream detectors (never loaded or run) get {UPSTREAM_MS} ms"
+    );
+    for proc in &p.processors {
+        let _ = writeln!(
+            s,
+            "# processor {}: engine {}{}, intra_threads {}, core {}",
+            proc.name,
+            proc.engine.as_str(),
+            proc.provider
+                .map(|x| format!(" ({})", x.ort_name()))
+                .unwrap_or_default(),
+            proc.intra_threads,
+            proc.core
+                .map_or_else(|| "not pinned".to_string(), |c| c.to_string())
+        );
+    }
+    for n in notes {
+        let _ = writeln!(s, "# {n}");
+    }
+    s.push('\n');
+    s
+}

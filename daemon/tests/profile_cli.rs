@@ -1,0 +1,209 @@
+//! `camdnnd profile` on a small config (one light classifier behind an
+//! upstream detector, tract on core 0 and ONNX Runtime on core 1): the file
+//! it writes records the host in its header and parses back through the
+//! policy crate and the daemon's own config check; `camdnnd bench` then runs
+//! the whole comparison on it (pipeline, sequential Rust per engine,
+//! sequential Python, simulator).
+
+use std::path::Path;
+use std::process::Command;
+
+use camdnn_daemon::config::DaemonConfig;
+use camdnn_policy::spec::SystemSpec;
+use camdnn_policy::{ModelId, ProcId, System};
+
+fn profile(cfg: &Path, out_path: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .args([
+            "profile", "--runs", "3", "--warmup", "1", "--loads", "2", "--config",
+        ])
+        .arg(cfg)
+        .arg("--out")
+        .arg(out_path)
+        .output()
+        .unwrap()
+}
+
+fn config(dir: &Path) -> std::path::PathBuf {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/light_squeezenet.onnx")
+        .canonicalize()
+        .expect("models/light_squeezenet.onnx: run scripts/setup.sh");
+    let text = format!(
+        r#"
+[server]
+socket = "/tmp/camdnnd-profile-test.sock"
+
+[pipeline]
+profile = "measured.toml"
+max_batch = 3
+
+[[pipeline.processor]]
+name = "tract0"
+kind = "cpu"
+max_resident = 2
+engine = "tract"
+core = 0
+
+[[pipeline.processor]]
+name = "ort1"
+kind = "cpu"
+max_resident = 2
+engine = "ort"
+provider = "cpu"
+core = 1
+
+[[pipeline.model]]
+name = "detector"
+output = {{ kind = "upstream" }}
+
+[[pipeline.model]]
+name = "squeezenet"
+path = "{}"
+parent = "detector"
+classes = ["car"]
+input = {{ width = 224, height = 224, norm = {{ scale = 0.0039215686 }} }}
+output = {{ kind = "topk", k = 3 }}
+"#,
+        model.display()
+    );
+    let path = dir.join("camdnnd.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn profile_writes_a_file_the_scheduler_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let out_path = dir.path().join("measured.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .args([
+            "profile", "--runs", "3", "--warmup", "1", "--loads", "2", "--config",
+        ])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Progress names every measured pair.
+    assert!(stderr.contains("squeezenet on tract0"), "{stderr}");
+    assert!(stderr.contains("squeezenet on ort1"), "{stderr}");
+
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    for line in [
+        "# cpu governor: ",
+        "# online cores: ",
+        "# processor tract0: engine tract, intra_threads 1, core 0",
+        "# processor ort1: engine ort (CPUExecutionProvider), intra_threads 1, core 1",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+
+    let spec = SystemSpec::from_toml(&text).unwrap();
+    assert_eq!(spec.max_batch, 3);
+    let sq = &spec.profile["squeezenet"];
+    for proc in ["tract0", "ort1"] {
+        let pair = &sq[proc];
+        assert_eq!(pair.exec_ms.len(), 3, "{proc}: k = 1..n_b");
+        assert!(pair.exec_ms.iter().all(|t| t.is_finite() && *t > 0.0));
+        assert!(pair.load_ms.is_finite() && pair.load_ms > 0.0);
+        let size = pair.size_mb.unwrap();
+        assert!((size - 15_618.0 / 1e6).abs() < 1e-3, "size_mb {size}");
+    }
+    // The upstream detector costs nothing anywhere.
+    assert!(spec.profile["detector"]["tract0"].exec_ms[0] < 0.01);
+
+    let system = System::from_toml(&text).unwrap();
+    let (sq, t0) = (ModelId(1), ProcId(0));
+    assert!(system.supports(sq, t0) && system.supports(sq, ProcId(1)));
+    assert_eq!(system.max_batch_on(sq, t0), 3);
+
+    // The daemon accepts the config with the measured profile.
+    let daemon = DaemonConfig::load(&cfg).unwrap();
+    camdnn_daemon::pipeline::check(&daemon).unwrap();
+}
+
+#[test]
+fn profile_refuses_a_sim_processor() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "engine = \"tract\"",
+        "engine = \"sim\"",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .args(["profile", "--runs", "1", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("measured.toml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("\"tract0\" uses the sim engine"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("measured.toml").exists());
+}
+
+#[test]
+fn bench_compares_every_contender_and_the_simulator_on_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let out = profile(&cfg, &dir.path().join("measured.toml"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Two frames with three cars each.
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(&trace, "2 3\n").unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .current_dir(&repo)
+        .args([
+            "bench",
+            "--warmup-frames",
+            "1",
+            "--fps",
+            "2",
+            "--json",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for row in [
+        "camdnnd pipeline (2 in flight)",
+        "sequential Rust (tract engine of tract0)",
+        "sequential Rust (ort engine of ort1)",
+        "sequential Python (onnxruntime",
+        "measured / simulated = ",
+    ] {
+        assert!(stdout.contains(row), "{row:?} missing:\n{stdout}");
+    }
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let contenders = json["contenders"].as_array().unwrap();
+    assert_eq!(contenders.len(), 4, "{json}");
+    for c in contenders {
+        assert_eq!(c["frames"], 2, "{c}");
+        assert_eq!(c["failed"], 0, "{c}");
+        assert!(c["fps"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let ratio = json["sim"]["ratio"].as_f64().unwrap();
+    assert!(ratio.is_finite() && ratio > 0.0, "{json}");
+}
