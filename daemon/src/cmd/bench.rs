@@ -31,7 +31,7 @@ use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::stats::Summary;
 use camdnn_policy::{ModelId, ProcId, System};
-use camdnn_protocol::{BBox, ClassRef, Frame, FrameResult, PixelFormat, UpstreamDetection};
+use camdnn_protocol::{ClassRef, Frame, FrameResult, PixelFormat};
 use camdnn_vision::{Preprocessor, RgbImage};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
@@ -411,36 +411,19 @@ fn upstream_frames(
 ) -> anyhow::Result<Vec<BenchFrame>> {
     let payload = Bytes::from(synthetic_rgb(width, height));
     let models: Vec<ModelId> = system.request_models().collect();
-    let mut out = Vec::new();
-    for seg in &trace.segments {
-        let n: u32 = seg.scene.iter().sum();
-        let cols = (f64::from(n).sqrt().ceil() as u32).max(1);
-        let (cw, ch) = (width as f32 / cols as f32, height as f32 / cols as f32);
-        let mut dets = Vec::new();
-        let mut k = 0u32;
-        for (&i, &count) in models.iter().zip(&seg.scene) {
-            let class = system.models[i.0]
+    let classes: Vec<String> = models
+        .iter()
+        .map(|&i| {
+            system.models[i.0]
                 .classes
                 .first()
                 .cloned()
-                .with_context(|| {
-                    format!("model {:?} has no routed class", system.models[i.0].name)
-                })?;
-            for _ in 0..count {
-                let (x, y) = ((k % cols) as f32 * cw, (k / cols) as f32 * ch);
-                dets.push(UpstreamDetection {
-                    bbox: BBox {
-                        x0: x,
-                        y0: y,
-                        x1: x + cw,
-                        y1: y + ch,
-                    },
-                    class: ClassRef::Name(class.clone()),
-                    score: 0.9,
-                });
-                k += 1;
-            }
-        }
+                .with_context(|| format!("model {:?} has no routed class", system.models[i.0].name))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut out = Vec::new();
+    for seg in &trace.segments {
+        let dets = super::feed::trace_detections(&seg.scene, &classes, width, height);
         for _ in 0..seg.frames {
             out.push(BenchFrame {
                 frame: Frame {

@@ -428,7 +428,7 @@ fn load_sources(args: &Args) -> anyhow::Result<Vec<Source>> {
 }
 
 /// Boxes laid out on a grid, `counts[i]` of class `classes[i]`.
-fn trace_detections(
+pub(crate) fn trace_detections(
     counts: &[u32],
     classes: &[String],
     width: u32,
