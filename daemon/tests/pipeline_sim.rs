@@ -54,7 +54,20 @@ fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
 
 #[test]
 fn upstream_detections_are_classified_by_their_routed_models() {
-    let built = pipeline::start(&config()).unwrap();
+    classifies_every_routed_object(&config());
+}
+
+/// Late binding at its tightest (a batch waits in the scheduler until its
+/// host is idle) still answers every frame with every output.
+#[test]
+fn held_batches_are_all_placed_with_a_zero_dispatch_horizon() {
+    let mut cfg = config();
+    cfg.pipeline.dispatch_ahead_ms = Some(0.0);
+    classifies_every_routed_object(&cfg);
+}
+
+fn classifies_every_routed_object(cfg: &DaemonConfig) {
+    let built = pipeline::start(cfg).unwrap();
     assert!(built.pipeline.is_ready());
     let objects = [
         ("person", 0.9),

@@ -32,7 +32,7 @@ pub mod stats;
 mod system;
 
 pub use cluster::{Cluster, Placement};
-pub use dispatch::{choose_host, preferred_fitting, Decision, HostRule};
+pub use dispatch::{choose_host, idle_taker, preferred_fitting, Decision, HostRule};
 pub use error::{InputError, SpecError};
 pub use plan::{repair, Detector, GlobalPolicy, Infeasible, Plan, PlanInput};
 pub use spec::{ProcessorKind, SystemSpec};

@@ -334,6 +334,18 @@ pub fn decode_onet(
     }))
 }
 
+/// [`suppress_nested`] over the candidates of a frame's objects, given as
+/// (object index, box, score); returns the object indices it drops.
+pub fn nested_losers(candidates: &[(usize, BBox, f32)], threshold: f32) -> Vec<usize> {
+    let faces: Vec<(BBox, f32)> = candidates.iter().map(|&(_, b, s)| (b, s)).collect();
+    candidates
+        .iter()
+        .zip(suppress_nested(&faces, threshold))
+        .filter(|(_, keep)| !keep)
+        .map(|(&(n, _, _), _)| n)
+        .collect()
+}
+
 /// MTCNN's last suppression over the O-Net faces of a frame: a face is dropped when its
 /// intersection with a better-scoring kept face exceeds `threshold` times the smaller of the
 /// two areas ("Min" overlap, which also removes a box nested in another). Returns, per input

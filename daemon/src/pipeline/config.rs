@@ -38,6 +38,13 @@ pub struct PipelineConfig {
     /// Threads preparing frames and crops.
     #[serde(default = "d_prep")]
     pub prep_threads: usize,
+    /// Late binding: the most queued work, ms, a processor may have for the
+    /// scheduler to place another batch on it. A batch whose chosen host is
+    /// further behind waits in the scheduler and is placed when some host
+    /// catches up, with what is known then (absent: place every batch at
+    /// once, as the paper's dispatcher does).
+    #[serde(default)]
+    pub dispatch_ahead_ms: Option<f64>,
     /// Optional learned global policy (ONNX + sidecar from `ilmodel export`).
     #[serde(default)]
     pub policy: Option<PolicyFiles>,
@@ -478,6 +485,11 @@ impl PipelineConfig {
         }
         if !(self.wait_ms.is_finite() && self.wait_ms >= 0.0) {
             bail!("pipeline.wait_ms = {}: must be >= 0", self.wait_ms);
+        }
+        if let Some(h) = self.dispatch_ahead_ms {
+            if !(h.is_finite() && h >= 0.0) {
+                bail!("pipeline.dispatch_ahead_ms = {h}: must be >= 0 (or left out)");
+            }
         }
         if self.max_in_flight == 0 || self.prep_threads == 0 {
             bail!("pipeline.max_in_flight and pipeline.prep_threads must be at least 1");

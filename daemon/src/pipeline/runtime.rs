@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
 use camdnn_policy::schedulers::Scheduler;
-use camdnn_policy::{Cluster, ModelId, ProcId, System};
+use camdnn_policy::{idle_taker, Cluster, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
     RejectReason, Timing,
@@ -121,6 +121,8 @@ pub struct Parts {
     pub max_in_flight: usize,
     /// Threads of the preparation pool.
     pub prep_threads: usize,
+    /// Late binding: hold batches whose host has more queued work than this, ms.
+    pub dispatch_ahead_ms: Option<f64>,
 }
 
 /// Starts the scheduler thread and returns the pipeline handle.
@@ -150,6 +152,8 @@ pub fn start(parts: Parts) -> Pipeline {
         loaded,
         frames: HashMap::new(),
         queues: HashMap::new(),
+        held: VecDeque::new(),
+        dispatch_ahead_ms: parts.dispatch_ahead_ms,
         batches: HashMap::new(),
         next_frame: 0,
         next_batch: 0,
@@ -227,6 +231,10 @@ struct Actor {
     loaded: Vec<bool>,
     frames: HashMap<u64, FrameState>,
     queues: HashMap<(u64, ModelId), VecDeque<Item>>,
+    /// (frame, model) queues released by the batcher whose host was too far
+    /// behind (`dispatch_ahead_ms`), oldest first.
+    held: VecDeque<(u64, ModelId)>,
+    dispatch_ahead_ms: Option<f64>,
     batches: HashMap<u64, BatchMeta>,
     next_frame: u64,
     next_batch: u64,
@@ -251,7 +259,8 @@ impl Actor {
                 .batcher
                 .next_deadline()
                 .unwrap_or(f64::INFINITY)
-                .min(self.next_epoch);
+                .min(self.next_epoch)
+                .min(self.held_wake(now));
             let timeout = if wake.is_finite() {
                 Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3)
             } else {
@@ -271,6 +280,9 @@ impl Actor {
             if now >= self.next_epoch {
                 self.global_step(now);
                 self.next_epoch = now + self.epoch_ms;
+            }
+            if !self.held.is_empty() {
+                self.release_held();
             }
         }
         for (_, f) in self.frames.drain() {
@@ -462,7 +474,7 @@ impl Actor {
                         tensor,
                     });
                 }
-                self.dispatch(frame, root, n);
+                self.dispatch(frame, root);
             }
             Prepared::Crops {
                 frame,
@@ -520,50 +532,95 @@ impl Actor {
             FlushReason::Timer => "timer",
         };
         metrics::counter!("camdnn_batch_flushes_total", "reason" => reason).increment(1);
-        let waiting = self
-            .queues
-            .get(&(fl.frame, fl.model))
-            .map_or(0, VecDeque::len);
-        self.dispatch(fl.frame, fl.model, waiting);
+        self.dispatch(fl.frame, fl.model);
     }
 
-    /// Places up to `count` queued requests of (frame, model), batch by batch.
-    fn dispatch(&mut self, frame: u64, model: ModelId, count: usize) {
-        if let Some(f) = self.frames.get(&frame) {
-            if f.deadline.is_some_and(|d| Instant::now() > d) {
-                self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
-                return;
+    /// Queues (frame, model)'s requests for placement behind older held
+    /// ones, then places what the hosts can take now.
+    fn dispatch(&mut self, frame: u64, model: ModelId) {
+        if !self.held.contains(&(frame, model)) {
+            self.held.push_back((frame, model));
+        }
+        self.release_held();
+    }
+
+    /// Places held requests, oldest frame first, batch by batch. A batch
+    /// whose chosen host is more than `dispatch_ahead_ms` behind stays held
+    /// unless a nearly idle host finishes it sooner (`policy::idle_taker`,
+    /// counting the held work ahead of it on the chosen host).
+    fn release_held(&mut self) {
+        let horizon = self.dispatch_ahead_ms.unwrap_or(f64::INFINITY);
+        let mut ahead = vec![0.0; self.system.num_processors()];
+        for (frame, model) in std::mem::take(&mut self.held) {
+            if let Some(f) = self.frames.get(&frame) {
+                if f.deadline.is_some_and(|d| Instant::now() > d) {
+                    self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
+                    continue;
+                }
+            }
+            loop {
+                let waiting = self.queues.get(&(frame, model)).map_or(0, VecDeque::len);
+                if waiting == 0 {
+                    break;
+                }
+                let now = self.now_ms();
+                let t0 = Instant::now();
+                let Some((chosen, batch)) =
+                    self.scheduler
+                        .place(&self.system, &self.cluster, now, model, waiting)
+                else {
+                    tracing::error!(model = %self.system.models[model.0].name, "no processor can host the model");
+                    self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
+                    break;
+                };
+                let (proc, batch) = if self.cluster.rem_ms(chosen, now) <= horizon {
+                    (chosen, batch)
+                } else if let Some(d) = idle_taker(
+                    &self.system,
+                    &self.cluster,
+                    now,
+                    model,
+                    waiting,
+                    chosen,
+                    ahead[chosen.0],
+                    horizon,
+                ) {
+                    (d.proc, d.batch)
+                } else {
+                    let k = batch.max(1);
+                    ahead[chosen.0] +=
+                        waiting as f64 * self.system.exec_ms(model, chosen, k) / k as f64;
+                    self.held.push_back((frame, model));
+                    break;
+                };
+                let k = batch.min(self.system.max_batch_on(model, proc)).max(1);
+                metrics::histogram!("camdnn_dispatch_decision_seconds")
+                    .record(t0.elapsed().as_secs_f64());
+                let placement = self.cluster.run(&self.system, now, model, proc, k);
+                self.sync_residency(proc);
+                let Some(queue) = self.queues.get_mut(&(frame, model)) else {
+                    break;
+                };
+                let items: Vec<Item> = queue.drain(..k.min(queue.len())).collect();
+                if queue.is_empty() {
+                    self.queues.remove(&(frame, model));
+                }
+                self.send_batch(model, proc, items, placement.finish_ms);
             }
         }
-        let mut left = count;
-        while left > 0 {
-            let now = self.now_ms();
-            let t0 = Instant::now();
-            let Some((proc, batch)) =
-                self.scheduler
-                    .place(&self.system, &self.cluster, now, model, left)
-            else {
-                tracing::error!(model = %self.system.models[model.0].name, "no processor can host the model");
-                self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
-                return;
-            };
-            let k = batch.min(self.system.max_batch_on(model, proc)).max(1);
-            metrics::histogram!("camdnn_dispatch_decision_seconds")
-                .record(t0.elapsed().as_secs_f64());
-            let placement = self.cluster.run(&self.system, now, model, proc, k);
-            self.sync_residency(proc);
-            let Some(queue) = self.queues.get_mut(&(frame, model)) else {
-                return;
-            };
-            let items: Vec<Item> = queue.drain(..k.min(queue.len())).collect();
-            if queue.is_empty() {
-                self.queues.remove(&(frame, model));
-            }
-            if items.is_empty() {
-                return;
-            }
-            left = left.saturating_sub(items.len());
-            self.send_batch(model, proc, items, placement.finish_ms);
+    }
+
+    /// When the first host with held work behind it is expected to be within
+    /// `dispatch_ahead_ms` of idle (infinity when nothing is held).
+    fn held_wake(&self, now: f64) -> f64 {
+        match self.dispatch_ahead_ms {
+            Some(h) if !self.held.is_empty() => self
+                .system
+                .proc_ids()
+                .map(|j| self.cluster.busy_until(j) - h)
+                .filter(|&t| t > now)
+                .fold(f64::INFINITY, f64::min),
+            _ => f64::INFINITY,
         }
     }
 
@@ -823,18 +880,14 @@ impl Actor {
                 continue;
             };
             let name = &self.system.models[i].name;
-            let idx: Vec<usize> = (0..objects.len())
-                .filter(|&n| {
-                    !objects[n].rejected && objects[n].outputs.iter().any(|o| &o.model == name)
-                })
-                .collect();
-            let faces: Vec<(BBox, f32)> = idx
+            let candidates: Vec<(usize, BBox, f32)> = objects
                 .iter()
-                .map(|&n| (objects[n].bbox, objects[n].score))
+                .enumerate()
+                .filter(|(_, o)| !o.rejected && o.outputs.iter().any(|x| &x.model == name))
+                .map(|(n, o)| (n, o.bbox, o.score))
                 .collect();
-            let keep = camdnn_vision::mtcnn::suppress_nested(&faces, overlap);
-            for (&n, k) in idx.iter().zip(keep) {
-                objects[n].rejected |= !k;
+            for n in camdnn_vision::mtcnn::nested_losers(&candidates, overlap) {
+                objects[n].rejected = true;
             }
         }
     }
