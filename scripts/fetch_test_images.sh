@@ -4,6 +4,8 @@
 # committed):
 #   - ocr_line.png: one line of black text rendered on white with Pillow and
 #     DejaVu Sans (Debian package fonts-dejavu-core), for the PP-OCR pipeline
+#   - ocr_page.png: a 640x480 camera-sized frame with three such lines, the
+#     frame `camdnnd bench` runs the OCR graph on
 #   - astronaut.png: scikit-image's sample photo (Eileen Collins, NASA, public
 #     domain), taken out of the scikit-image wheel from PyPI, for MTCNN
 # and a binary PPM (P6) copy of each (*.ppm), which the Rust tests read
@@ -48,6 +50,24 @@ PYEOF
   echo "fetch_test_images: rendered $OUT/ocr_line.png"
 fi
 
+# Three lines on a camera-sized frame (the OCR benchmark's image).
+if [ ! -s "$OUT/ocr_page.png" ]; then
+  "$PY" - "$FONT" "$OUT/ocr_page.png.tmp" <<'PYEOF'
+import sys
+from PIL import Image, ImageDraw, ImageFont
+font_path, out = sys.argv[1:3]
+lines = ["camdnn reads this line", "edge boards run many models", "frames in and results out"]
+font = ImageFont.truetype(font_path, 36)
+img = Image.new("RGB", (640, 480), "white")
+draw = ImageDraw.Draw(img)
+for n, text in enumerate(lines):
+    draw.text((30, 60 + n * 140), text, fill="black", font=font)
+img.save(out, format="PNG")
+PYEOF
+  mv "$OUT/ocr_page.png.tmp" "$OUT/ocr_page.png"
+  echo "fetch_test_images: rendered $OUT/ocr_page.png"
+fi
+
 if [ ! -s "$OUT/astronaut.png" ]; then
   if ! compgen -G "$DL/scikit_image-$SKIMAGE_VERSION-*.whl" >/dev/null; then
     echo "fetch_test_images: downloading scikit-image==$SKIMAGE_VERSION (wheel, no deps)" >&2
@@ -67,7 +87,7 @@ PYEOF
   mv "$OUT/astronaut.png.tmp" "$OUT/astronaut.png"
   echo "fetch_test_images: extracted $OUT/astronaut.png"
 fi
-for img in ocr_line astronaut; do
+for img in ocr_line ocr_page astronaut; do
   if [ ! -s "$OUT/$img.ppm" ]; then
     "$PY" -c 'import sys; from PIL import Image; Image.open(sys.argv[1]).convert("RGB").save(sys.argv[2], format="PPM")' \
       "$OUT/$img.png" "$OUT/$img.ppm.tmp"

