@@ -81,11 +81,11 @@ pub fn preferred_fitting(system: &System, i: ModelId, j: ProcId, waiting: usize)
         .unwrap_or(1)
 }
 
-/// Late binding: the chosen host `chosen` of a held batch of model i is more
-/// than `horizon_ms` behind, and `ahead_ms` of held work will reach it before
-/// this batch. Returns the host within `horizon_ms` of idle that finishes a
-/// batch of the `waiting` requests soonest, if it finishes no later than
-/// `chosen` would; `None` leaves the batch held for `chosen`.
+/// Late binding: the chosen host `chosen` of `waiting` held requests of
+/// model i is more than `horizon_ms` behind, and `ahead_ms` of held work will
+/// reach it before them. Returns the host within `horizon_ms` of idle that
+/// finishes a batch of them soonest, if it finishes no later than `chosen`
+/// would finish all of them; `None` leaves them held for `chosen`.
 ///
 /// This is what keeps a slow processor busy without making it the tail of a
 /// frame: it takes work only when the fast one would reach that work later.
@@ -109,8 +109,10 @@ pub fn idle_taker(
         };
         (k, cluster.rem_ms(j, now) + load + system.exec_ms(i, j, k))
     };
-    let (_, chosen_finish) = finish_on(chosen);
-    let chosen_finish = chosen_finish + ahead_ms;
+    let (k, first) = finish_on(chosen);
+    // The group's later batches follow its first on `chosen`.
+    let rest = (waiting.saturating_sub(k)) as f64 * system.exec_ms(i, chosen, k) / k as f64;
+    let chosen_finish = first + rest + ahead_ms;
     let mut best: Option<Decision> = None;
     for j in system.proc_ids() {
         if j == chosen || cluster.rem_ms(j, now) > horizon_ms || !cluster.can_host(system, i, j) {
@@ -189,6 +191,28 @@ load_ms = 5.0
         let d = idle_taker(&system, &cluster, 45.0, A, 1, FAST, 100.0, 5.0).expect("slow takes it");
         assert_eq!((d.proc, d.batch), (SLOW, 1));
         assert!((d.cost_ms - 40.0).abs() < 1e-9, "{d:?}");
+    }
+
+    #[test]
+    fn slow_host_takes_a_batch_when_the_fast_one_would_finish_the_group_later() {
+        let system = pair();
+        let mut cluster = Cluster::new(&system);
+        cluster.run(&system, 0.0, A, SLOW, 1); // slow resident, idle from 45
+        cluster.run(&system, 0.0, A, FAST, 1); // fast resident, busy until 15
+                                               // At 5 the fast host (10 behind) would finish 8 requests at
+                                               // 10 + 4 x 20 = 90; the slow one finishes a batch of 2 at 40 + 80
+                                               // = 120: no. At 45 (fast idle too, so 0 + 80 vs 0 + 80): yes.
+        assert_eq!(
+            idle_taker(&system, &cluster, 5.0, A, 8, FAST, 0.0, 50.0),
+            None
+        );
+        let d = idle_taker(&system, &cluster, 45.0, A, 8, FAST, 0.0, 50.0).expect("slow takes 2");
+        assert_eq!((d.proc, d.batch), (SLOW, 2));
+        // Two requests: the fast host finishes both in 20, the slow one needs 80.
+        assert_eq!(
+            idle_taker(&system, &cluster, 45.0, A, 2, FAST, 0.0, 50.0),
+            None
+        );
     }
 
     #[test]

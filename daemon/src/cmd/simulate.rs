@@ -59,6 +59,10 @@ pub struct Args {
     /// Crops prepared in parallel.
     #[arg(long, default_value_t = 4)]
     pub crop_threads: usize,
+    /// Late binding (the daemon's `pipeline.dispatch_ahead_ms`): hold batches
+    /// whose host has more queued work than this, ms (default: place at once).
+    #[arg(long)]
+    pub dispatch_ahead_ms: Option<f64>,
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -92,6 +96,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crop_ms: args.crop_ms,
         crop_threads: args.crop_threads,
         drop_behind_ms: None,
+        dispatch_ahead_ms: args.dispatch_ahead_ms,
     };
     let policy_path = match &args.policy {
         Some(p) => Some(p.clone()),

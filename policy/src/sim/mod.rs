@@ -8,14 +8,14 @@
 mod trace;
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 pub use trace::{full_scene, Segment, Trace};
 
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
 use crate::schedulers::{Batching, Scheduler};
 use crate::stats::Summary;
-use crate::{Cluster, InputError, ModelId, System};
+use crate::{idle_taker, Cluster, InputError, ModelId, ProcId, System};
 
 /// Simulation knobs.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +32,11 @@ pub struct SimConfig {
     /// queued work, i.e. the pipeline is that far behind, ms (`None`: one
     /// frame period).
     pub drop_behind_ms: Option<f64>,
+    /// Late binding as the daemon's `pipeline.dispatch_ahead_ms`: a batch
+    /// whose chosen host has more queued work than this waits and is placed
+    /// when a host catches up, or taken by a nearly idle host that finishes
+    /// it sooner (`None`: every batch placed at once).
+    pub dispatch_ahead_ms: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -43,6 +48,7 @@ impl Default for SimConfig {
             crop_ms: 0.5,
             crop_threads: 4,
             drop_behind_ms: None,
+            dispatch_ahead_ms: None,
         }
     }
 }
@@ -142,9 +148,17 @@ pub enum SimError {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     FrameArrives(usize),
-    Ready { frame: usize, model: ModelId },
-    ModelDone { frame: usize, model: ModelId },
+    Ready {
+        frame: usize,
+        model: ModelId,
+    },
+    ModelDone {
+        frame: usize,
+        model: ModelId,
+    },
     Timer,
+    /// A host with held work behind it is within the horizon of idle.
+    Retry,
     Epoch,
 }
 
@@ -194,6 +208,10 @@ struct Sim<'a> {
     frames: Vec<Option<FrameState>>,
     report: SimReport,
     last_scene: Vec<u32>,
+    /// Late binding: (frame, model, requests) waiting for a host, oldest first.
+    held: VecDeque<(usize, ModelId, usize)>,
+    /// When a `Retry` is already scheduled (0: none pending).
+    next_retry: f64,
 }
 
 /// Runs `scheduler` over `trace` on `system`.
@@ -231,6 +249,15 @@ pub fn simulate(
             value: cfg.crop_ms,
             reason: "must be >= 0",
         });
+    }
+    if let Some(h) = cfg.dispatch_ahead_ms {
+        if !(h.is_finite() && h >= 0.0) {
+            return Err(SimError::Config {
+                field: "dispatch_ahead_ms",
+                value: h,
+                reason: "must be >= 0",
+            });
+        }
     }
     if cfg.crop_threads == 0 {
         return Err(SimError::Config {
@@ -271,6 +298,8 @@ pub fn simulate(
         },
         sched: scheduler,
         last_scene: full_scene(system, &trace.segments[0].scene),
+        held: VecDeque::new(),
+        next_retry: 0.0,
     };
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
@@ -307,6 +336,12 @@ pub fn simulate(
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
             Kind::Ready { frame, model } => sim.ready(ev.t, frame, model)?,
             Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model),
+            Kind::Retry => {
+                if ev.t >= sim.next_retry {
+                    sim.next_retry = 0.0;
+                }
+                sim.release_held(ev.t)?;
+            }
             Kind::Timer => {
                 let mut out = Vec::new();
                 sim.batcher.expire(ev.t, &mut out);
@@ -344,10 +379,11 @@ impl Sim<'_> {
     fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
         self.report.frames[f].rem_at_arrival_ms = self.cluster.rem_all(now);
         let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
+        let held = self.held_ms();
         if self
             .system
             .proc_ids()
-            .any(|j| self.cluster.rem_ms(j, now) > limit)
+            .any(|j| self.cluster.rem_ms(j, now) + held > limit)
         {
             self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
             return Ok(());
@@ -381,40 +417,134 @@ impl Sim<'_> {
             })
     }
 
-    /// Places `count` requests of model i for frame f, batch by batch.
-    fn dispatch(
-        &mut self,
-        now: f64,
-        f: usize,
-        i: ModelId,
-        mut count: usize,
-    ) -> Result<(), SimError> {
-        while count > 0 {
-            let (j, k) = self.place(now, i, count)?;
-            let p = self.cluster.run(self.system, now, i, j, k);
-            self.report.decisions += 1;
-            self.report.evictions += p.evictions;
-            self.report.served[i.0] += k as u64;
-            let busy = p.finish_ms - p.start_ms;
-            self.report.busy_ms[j.0] += busy;
-            self.report.frames[f].busy_ms[j.0] += busy;
-            if p.load_ms > 0.0 {
-                self.report.loads += 1;
-                self.report.load_ms += p.load_ms;
-                self.report.frames[f].loads += 1;
+    /// Places `count` requests of model i for frame f, batch by batch (with
+    /// late binding: queues them behind older held requests, then places
+    /// what the hosts can take now).
+    fn dispatch(&mut self, now: f64, f: usize, i: ModelId, count: usize) -> Result<(), SimError> {
+        if self.cfg.dispatch_ahead_ms.is_none() {
+            let mut count = count;
+            while count > 0 {
+                let (j, k) = self.place(now, i, count)?;
+                self.run_batch(now, f, i, j, k);
+                count -= k;
             }
-            count -= k;
-            let fs = self.frames[f]
-                .as_mut()
-                .expect("dispatching for a live frame");
-            fs.to_place[i.0] -= k as u32;
-            fs.latest[i.0] = fs.latest[i.0].max(p.finish_ms);
-            if fs.to_place[i.0] == 0 {
-                let t = fs.latest[i.0];
-                self.push(t, Kind::ModelDone { frame: f, model: i });
+            return Ok(());
+        }
+        match self
+            .held
+            .iter_mut()
+            .find(|(hf, hi, _)| *hf == f && *hi == i)
+        {
+            Some(entry) => entry.2 += count,
+            None => self.held.push_back((f, i, count)),
+        }
+        self.release_held(now)
+    }
+
+    /// Places held requests, oldest first, as the daemon's scheduler thread
+    /// does (`runtime.rs`), and schedules a retry for what stays held.
+    fn release_held(&mut self, now: f64) -> Result<(), SimError> {
+        let horizon = self.cfg.dispatch_ahead_ms.unwrap_or(f64::INFINITY);
+        let mut ahead = vec![0.0; self.system.num_processors()];
+        for (f, i, mut count) in std::mem::take(&mut self.held) {
+            while count > 0 {
+                let (chosen, k) = self.place(now, i, count)?;
+                let target = if self.cluster.rem_ms(chosen, now) <= horizon {
+                    Some((chosen, k))
+                } else {
+                    idle_taker(
+                        self.system,
+                        &self.cluster,
+                        now,
+                        i,
+                        count,
+                        chosen,
+                        ahead[chosen.0],
+                        horizon,
+                    )
+                    .map(|d| {
+                        (
+                            d.proc,
+                            d.batch
+                                .clamp(1, count)
+                                .min(self.system.max_batch_on(i, d.proc)),
+                        )
+                    })
+                };
+                match target {
+                    Some((j, k)) => {
+                        self.run_batch(now, f, i, j, k);
+                        count -= k;
+                    }
+                    None => {
+                        ahead[chosen.0] +=
+                            count as f64 * self.system.exec_ms(i, chosen, k) / k as f64;
+                        self.held.push_back((f, i, count));
+                        break;
+                    }
+                }
+            }
+        }
+        if !self.held.is_empty() {
+            let wake = self
+                .system
+                .proc_ids()
+                .map(|j| self.cluster.busy_until(j) - horizon)
+                .filter(|&t| t > now)
+                .fold(f64::INFINITY, f64::min);
+            if wake.is_finite() && (self.next_retry <= now || wake < self.next_retry) {
+                self.next_retry = wake;
+                self.push(wake, Kind::Retry);
             }
         }
         Ok(())
+    }
+
+    /// Work held back by late binding, spread over the processors, ms (at
+    /// each request's fastest host).
+    fn held_ms(&self) -> f64 {
+        let total: f64 = self
+            .held
+            .iter()
+            .map(|&(_, i, n)| {
+                let best = self
+                    .system
+                    .proc_ids()
+                    .map(|j| self.system.exec_ms(i, j, 1))
+                    .fold(f64::INFINITY, f64::min);
+                if best.is_finite() {
+                    n as f64 * best
+                } else {
+                    0.0
+                }
+            })
+            .sum();
+        total / self.system.num_processors().max(1) as f64
+    }
+
+    /// Runs a batch of k requests of model i for frame f on p_j.
+    fn run_batch(&mut self, now: f64, f: usize, i: ModelId, j: ProcId, k: usize) {
+        let p = self.cluster.run(self.system, now, i, j, k);
+        self.report.decisions += 1;
+        self.report.evictions += p.evictions;
+        self.report.served[i.0] += k as u64;
+        let busy = p.finish_ms - p.start_ms;
+        self.report.busy_ms[j.0] += busy;
+        self.report.frames[f].busy_ms[j.0] += busy;
+        if p.load_ms > 0.0 {
+            self.report.loads += 1;
+            self.report.load_ms += p.load_ms;
+            self.report.frames[f].loads += 1;
+        }
+        let fs = self.frames[f]
+            .as_mut()
+            .expect("dispatching for a live frame");
+        fs.to_place[i.0] -= k as u32;
+        fs.latest[i.0] = fs.latest[i.0].max(p.finish_ms);
+        if fs.to_place[i.0] == 0 {
+            let t = fs.latest[i.0];
+            self.push(t, Kind::ModelDone { frame: f, model: i });
+        }
     }
 
     fn model_done(&mut self, now: f64, f: usize, i: ModelId) {
