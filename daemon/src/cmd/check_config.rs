@@ -70,7 +70,7 @@ pub fn check(args: &Args) -> anyhow::Result<String> {
                 }
                 let started = Instant::now();
                 let result = engine
-                    .load(&m.source(|f| cfg.resolve(f)), &pcfg)
+                    .load(&m.source(|f| cfg.resolve(f), 1), &pcfg)
                     .map_err(anyhow::Error::from)
                     .and_then(|mut h| {
                         let t = Tensor::zeros("", camdnn_engine::DType::F32, input_dims(m, 1));

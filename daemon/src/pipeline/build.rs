@@ -89,7 +89,7 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     let sources: Vec<_> = p
         .models
         .iter()
-        .map(|m| m.source(|f| cfg.resolve(f)))
+        .map(|m| m.source(|f| cfg.resolve(f), p.max_batch))
         .collect();
     let mut workers = Vec::new();
     for (j, proc) in p.processors.iter().enumerate() {
@@ -160,8 +160,8 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
 }
 
 /// The scheduler `cfg` asks for, its learned policy (if any) loaded and
-/// checked against `system`.
-fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn Scheduler + Send>> {
+/// checked against `system` (also what `bench` simulates the pipeline with).
+pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn Scheduler + Send>> {
     let p = &cfg.pipeline;
     if p.scheduler != "camdnn" {
         if p.policy.is_some() {

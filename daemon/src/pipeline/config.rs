@@ -514,11 +514,14 @@ impl ProcessorEntry {
 
 impl ModelEntry {
     /// The engine-side description of this model, paths resolved (an upstream detector
-    /// has an empty path: it is never loaded).
-    pub fn source(&self, resolve: impl Fn(&Path) -> PathBuf) -> ModelSource {
+    /// has an empty path: it is never loaded). Engines that plan per batch size prepare
+    /// 1..=`max_batch` at load, so a load's cost (what the profile's t_l measures and
+    /// the scheduler weighs) includes them instead of the first batch of each size.
+    pub fn source(&self, resolve: impl Fn(&Path) -> PathBuf, max_batch: usize) -> ModelSource {
         let path = self.path.as_deref().map(resolve).unwrap_or_default();
         let mut s = ModelSource::new(self.name.clone(), path);
         s.input_shapes = self.input_shapes.clone();
+        s.prepare_batches = (1..=max_batch.max(1)).collect();
         s
     }
 }
@@ -564,7 +567,7 @@ output = { kind = "topk" }
         .unwrap();
         assert!(cfg.models[0].output.is_upstream() && cfg.models[0].output.is_detector());
         assert_eq!(
-            cfg.models[0].source(|p| p.to_path_buf()).path,
+            cfg.models[0].source(|p| p.to_path_buf(), 1).path,
             PathBuf::new()
         );
         let e = err(&format!(

@@ -74,7 +74,7 @@ impl<'a> Walker<'a> {
                 }
                 Some(
                     engine
-                        .load(&m.source(|f| cfg.resolve(f)), &pcfg)
+                        .load(&m.source(|f| cfg.resolve(f), 1), &pcfg)
                         .with_context(|| format!("loading {} on {}", m.name, proc.name))?,
                 )
             };

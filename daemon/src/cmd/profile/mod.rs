@@ -3,8 +3,12 @@
 //! processor, as `serve` runs them) and writes the system file the scheduler
 //! reads: t_e(i,j,k) for k = 1..n_b (median of `--runs` batches of zeros of
 //! the model's configured input shape, after `--warmup` runs) and t_l(i,j)
-//! (median of `--loads` loads). The header comment records the host: CPU
-//! governor, online cores, engine and core of every processor.
+//! (median of `--loads` loads), each while the other processors run the
+//! config's models (`background.rs`; `--isolated`: alone). The header comment
+//! records the host: CPU governor, online cores, engine and core of every
+//! processor.
+
+mod background;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -43,6 +47,10 @@ pub struct Args {
     /// Timed loads per model and processor (the median is written).
     #[arg(long, default_value_t = 5)]
     pub loads: usize,
+    /// Measure each processor alone, the others idle (default: while the
+    /// others run the config's models, as they do in the pipeline).
+    #[arg(long)]
+    pub isolated: bool,
 }
 
 /// Runs the measurements and writes the file.
@@ -115,7 +123,12 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
     let p = &cfg.pipeline;
     let mut table = ProfileSpec::new();
     let mut notes = Vec::new();
-    for proc in &p.processors {
+    for (j, proc) in p.processors.iter().enumerate() {
+        let _background = if args.isolated {
+            None
+        } else {
+            Some(background::Background::start(cfg, j)?)
+        };
         let engine = engine_for(proc)?;
         let worker = Worker::spawn(proc.engine_config(), engine)
             .with_context(|| format!("starting processor {:?}", proc.name))?;
@@ -132,7 +145,7 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
                 );
                 continue;
             }
-            let source = m.source(|f| cfg.resolve(f));
+            let source = m.source(|f| cfg.resolve(f), cfg.pipeline.max_batch);
             let size_mb = std::fs::metadata(&source.path)
                 .with_context(|| format!("model {:?}: {}", m.name, source.path.display()))?
                 .len() as f64
@@ -296,6 +309,15 @@ fn header(cfg: &DaemonConfig, args: &Args, notes: &[String]) -> String {
         "# t_e: median of {} runs of a zero batch of the configured input shape after {} warm-up runs; \
          t_l: median of {} loads; size_mb: model file size / 1e6",
         args.runs, args.warmup, args.loads
+    );
+    let _ = writeln!(
+        s,
+        "# {}",
+        if args.isolated {
+            "each processor measured alone (--isolated)"
+        } else {
+            "each processor measured while the others ran the config's models one item at a time"
+        }
     );
     let _ = writeln!(
         s,
