@@ -733,6 +733,12 @@ impl Actor {
             .record(report.exec_time().as_secs_f64());
         metrics::histogram!("camdnn_batch_queue_seconds")
             .record(report.started.duration_since(meta.dispatched).as_secs_f64());
+        // How far the profile the scheduler plans with is from this run.
+        let planned_ms = self.system.exec_ms(meta.model, meta.proc, meta.items.len());
+        if planned_ms.is_finite() && planned_ms > 0.0 {
+            metrics::histogram!("camdnn_batch_exec_vs_profile_ratio", "model" => self.system.models[meta.model.0].name.clone(), "processor" => pname.clone())
+                .record(report.exec_time().as_secs_f64() * 1e3 / planned_ms);
+        }
         let mut frames_touched = Vec::new();
         let is_root = self.system.models[meta.model.0].parent.is_none();
         let share_us = report.exec_time().as_micros() as u32 / meta.items.len().max(1) as u32;

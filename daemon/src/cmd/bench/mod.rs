@@ -67,7 +67,7 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub warmup_frames: usize,
     /// Camera rate of the open-loop run compared with the simulator; default:
-    /// 70% of the pipeline's closed-loop frames/s.
+    /// 70% of the closed-loop rate on the heaviest scene.
     #[arg(long)]
     pub fps: Option<f64>,
     /// Processor whose engine the sequential Rust loop uses (default: one loop
@@ -101,9 +101,10 @@ pub struct Args {
     /// Skip the open-loop run and the simulator comparison.
     #[arg(long)]
     pub no_sim: bool,
-    /// Scheduler the simulator runs (the pipeline's dispatcher is camdnn-local).
-    #[arg(long, default_value = "camdnn-local")]
-    pub sim_scheduler: String,
+    /// Scheduler the simulator runs (default: the one the pipeline runs,
+    /// `pipeline.scheduler` with its policy).
+    #[arg(long)]
+    pub sim_scheduler: Option<String>,
     /// Also print one JSON object with every figure.
     #[arg(long)]
     pub json: bool,
@@ -211,7 +212,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     eprintln!("pipeline: warm-up, then closed loop with {window} frames in flight ...");
     rt.block_on(drive(&built, &warm, Pace::Window(window)));
     let before = scrape(&prom);
-    let (pipe, _, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
+    let (pipe, closed_by_frame, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
     let internals = internals(&before, &scrape(&prom), pipe.seconds);
     // A graph with a real detector: the scene the simulator gets is what the
     // detector found in the image (objects reported with each model's output).
@@ -229,7 +230,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let open = if args.no_sim {
         None
     } else {
-        let fps = args.fps.unwrap_or(0.7 * pipe.fps());
+        // 70% of what the pipeline sustains on its heaviest scene (with
+        // `window` frames inside, a frame is done every delay / window), so
+        // no scene overloads it and queues do not compound small errors.
+        let heaviest_ms = trace
+            .as_ref()
+            .map(|t| scene_means(t, &closed_by_frame))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.is_finite())
+            .fold(0.0, f64::max);
+        let sustained = if heaviest_ms > 0.0 {
+            window as f64 * 1e3 / heaviest_ms
+        } else {
+            pipe.fps()
+        };
+        let fps = args.fps.unwrap_or(0.7 * sustained);
         if !(fps.is_finite() && fps > 0.0) {
             bail!("--fps must be a positive number, got {fps}");
         }
@@ -357,7 +373,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 } else {
                     "default"
                 };
-                let sim = simulate_frames(&system, trace, args, &cfg, *fps, crop)?;
+                let (sim, sim_name) = simulate_frames(&system, trace, args, &cfg, *fps, crop)?;
                 let predicted =
                     Summary::of(&sim.iter().flatten().copied().collect::<Vec<_>>()).mean;
                 print_scenes(trace, by_frame, &sim);
@@ -368,7 +384,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     measured.mean,
                     measured.p50,
                     measured.p99,
-                    args.sim_scheduler,
+                    sim_name,
                     cfg.resolve(&p.profile).display(),
                     predicted,
                     measured.mean / predicted
@@ -381,7 +397,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
-                    "crop_ms": crop, "scheduler": args.sim_scheduler});
+                    "crop_ms": crop, "scheduler": sim_name});
             }
             None => println!(
                 "\nopen loop at {fps:.2} fps: measured mean frame delay {:.1} ms (p99 {:.1}); \
@@ -414,7 +430,8 @@ fn scrape(prom: &metrics_exporter_prometheus::PrometheusHandle) -> BTreeMap<Stri
 }
 
 /// What the pipeline did between two scrapes: model loads, each processor's
-/// busy share of `seconds`, mean batch size per model and processor.
+/// busy share of `seconds`, mean measured / profiled batch time and mean
+/// batch size per model and processor.
 fn internals(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
@@ -435,6 +452,14 @@ fn internals(
                 "busy {labels} {:.0}%",
                 100.0 * delta(k) / seconds.max(1e-9)
             ));
+        }
+    }
+    for k in after.keys() {
+        if let Some(labels) = k.strip_prefix("camdnn_batch_exec_vs_profile_ratio_sum") {
+            let n = delta(&format!("camdnn_batch_exec_vs_profile_ratio_count{labels}"));
+            if n > 0.0 {
+                parts.push(format!("exec/profile {labels} {:.2}", delta(k) / n));
+            }
         }
     }
     for k in after.keys() {
@@ -702,14 +727,8 @@ fn print_scenes(trace: &Trace, measured: &[Option<f64>], simulated: &[Option<f64
     println!(
         "\nper scene (open loop): objects per model, measured / simulated mean frame delay, ms"
     );
-    let mean = |v: &[Option<f64>]| {
-        let d: Vec<f64> = v.iter().flatten().copied().collect();
-        Summary::of(&d).mean
-    };
-    let mut at = 0;
-    for seg in &trace.segments {
-        let end = (at + seg.frames).min(measured.len()).min(simulated.len());
-        let (m, s) = (mean(&measured[at..end]), mean(&simulated[at..end]));
+    let (m, s) = (scene_means(trace, measured), scene_means(trace, simulated));
+    for ((seg, m), s) in trace.segments.iter().zip(m).zip(s) {
         println!(
             "  {:<14} {:>9.1} {:>9.1}  {:.2}x",
             format!("{:?}", seg.scene),
@@ -717,8 +736,31 @@ fn print_scenes(trace: &Trace, measured: &[Option<f64>], simulated: &[Option<f64
             s,
             m / s
         );
-        at = end;
     }
+}
+
+/// Mean delay of the answered frames of each scene of `trace`, ms (NaN for a
+/// scene with none).
+fn scene_means(trace: &Trace, by_frame: &[Option<f64>]) -> Vec<f64> {
+    let mut at = 0;
+    trace
+        .segments
+        .iter()
+        .map(|seg| {
+            let end = (at + seg.frames).min(by_frame.len());
+            let d: Vec<f64> = by_frame[at.min(end)..end]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            at = end;
+            if d.is_empty() {
+                f64::NAN
+            } else {
+                Summary::of(&d).mean
+            }
+        })
+        .collect()
 }
 
 /// The simulator's delay of every frame for the same stream and knobs
@@ -730,10 +772,12 @@ fn simulate_frames(
     cfg: &DaemonConfig,
     fps: f64,
     crop_ms: f64,
-) -> anyhow::Result<Vec<Option<f64>>> {
+) -> anyhow::Result<(Vec<Option<f64>>, String)> {
     let p = &cfg.pipeline;
-    let Some(mut s) = schedulers::by_name(system, &args.sim_scheduler, p.wait_ms) else {
-        bail!("unknown scheduler {:?}", args.sim_scheduler);
+    let mut s = match &args.sim_scheduler {
+        Some(name) => schedulers::by_name(system, name, p.wait_ms)
+            .with_context(|| format!("--sim-scheduler {name:?} is not a scheduler"))?,
+        None => pipeline::scheduler(cfg, system)?,
     };
     let sim_cfg = SimConfig {
         fps,
@@ -742,7 +786,11 @@ fn simulate_frames(
         crop_threads: p.prep_threads,
         // The benchmark submits every frame (no admission in front), so none is dropped.
         drop_behind_ms: Some(f64::MAX),
+        dispatch_ahead_ms: p.dispatch_ahead_ms,
     };
     let report = simulate(system, s.as_mut(), trace, &sim_cfg)?;
-    Ok(report.frames.iter().map(|f| f.delay_ms).collect())
+    Ok((
+        report.frames.iter().map(|f| f.delay_ms).collect(),
+        report.scheduler,
+    ))
 }
