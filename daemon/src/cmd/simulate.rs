@@ -63,6 +63,9 @@ pub struct Args {
     /// whose host has more queued work than this, ms (default: place at once).
     #[arg(long)]
     pub dispatch_ahead_ms: Option<f64>,
+    /// Requests the detector runs per frame (one per pyramid scale).
+    #[arg(long, default_value_t = 1)]
+    pub root_items: u32,
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -97,6 +100,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crop_threads: args.crop_threads,
         drop_behind_ms: None,
         dispatch_ahead_ms: args.dispatch_ahead_ms,
+        root_items: args.root_items,
     };
     let policy_path = match &args.policy {
         Some(p) => Some(p.clone()),

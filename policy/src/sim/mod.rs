@@ -37,6 +37,9 @@ pub struct SimConfig {
     /// when a host catches up, or taken by a nearly idle host that finishes
     /// it sooner (`None`: every batch placed at once).
     pub dispatch_ahead_ms: Option<f64>,
+    /// Requests each root model runs per frame, all released at arrival (a
+    /// detector on an image pyramid runs one per scale; 1 for most graphs).
+    pub root_items: u32,
 }
 
 impl Default for SimConfig {
@@ -49,6 +52,7 @@ impl Default for SimConfig {
             crop_threads: 4,
             drop_behind_ms: None,
             dispatch_ahead_ms: None,
+            root_items: 1,
         }
     }
 }
@@ -259,6 +263,13 @@ pub fn simulate(
             });
         }
     }
+    if cfg.root_items == 0 {
+        return Err(SimError::Config {
+            field: "root_items",
+            value: 0.0,
+            reason: "must be at least 1",
+        });
+    }
     if cfg.crop_threads == 0 {
         return Err(SimError::Config {
             field: "crop_threads",
@@ -304,7 +315,10 @@ pub fn simulate(
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
     for seg in &trace.segments {
-        let scene = full_scene(system, &seg.scene);
+        let mut scene = full_scene(system, &seg.scene);
+        for root in system.roots() {
+            scene[root.0] = cfg.root_items;
+        }
         for _ in 0..seg.frames {
             let arrival = f as f64 * period;
             sim.report.frames.push(FrameOutcome {
@@ -390,7 +404,7 @@ impl Sim<'_> {
         }
         let roots: Vec<ModelId> = self.system.roots().collect();
         for root in roots {
-            self.dispatch(now, f, root, 1)?;
+            self.dispatch(now, f, root, self.cfg.root_items as usize)?;
         }
         Ok(())
     }

@@ -213,13 +213,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     rt.block_on(drive(&built, &warm, Pace::Window(window)));
     let before = scrape(&prom);
     let (pipe, closed_by_frame, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
-    let internals = internals(&before, &scrape(&prom), pipe.seconds);
-    // A graph with a real detector: the scene the simulator gets is what the
-    // detector found in the image (objects reported with each model's output).
-    let trace = match (trace, &sample) {
-        (Some(t), _) => Some(t),
-        (None, Some(r)) => Some(found_scene(&system, r, frames.len())),
-        (None, None) => None,
+    let after = scrape(&prom);
+    let internals = internals(&before, &after, pipe.seconds);
+    // A graph with a real detector: the scene the simulator gets is the work
+    // the pipeline did per frame (requests each model ran, pyramid scales and
+    // rejected candidates included; every frame is the same image).
+    let (trace, root_items) = match trace {
+        Some(t) => (Some(t), 1),
+        None => match work_per_frame(&system, &before, &after, frames.len()) {
+            Some((t, roots)) => (Some(t), roots),
+            None => (None, 1),
+        },
     };
     let pipe = Figures {
         name: format!("camdnnd pipeline ({window} in flight)"),
@@ -373,7 +377,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 } else {
                     "default"
                 };
-                let (sim, sim_name) = simulate_frames(&system, trace, args, &cfg, *fps, crop)?;
+                let (sim, sim_name) =
+                    simulate_frames(&system, trace, args, &cfg, *fps, crop, root_items)?;
                 let predicted =
                     Summary::of(&sim.iter().flatten().copied().collect::<Vec<_>>()).mean;
                 print_scenes(trace, by_frame, &sim);
@@ -389,10 +394,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     predicted,
                     measured.mean / predicted
                 );
-                if p.models[root.0].input.pyramid.is_some() {
+                if root_items > 1 {
                     println!(
-                        "note: the detector runs one item per pyramid scale and rejected candidates are not reported; \
-                         the simulator runs the detector once per frame on the reported objects, so it under-predicts"
+                        "(the detector ran {root_items} items per frame, one per pyramid scale; the simulator runs as many)"
                     );
                 }
                 sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
@@ -699,27 +703,35 @@ async fn drive(
     (figures, by_frame, sample)
 }
 
-/// One scene of `frames` frames with, per request model, the objects the
-/// pipeline reported with that model's output. Candidates a model rejected
-/// (MTCNN R-Net / O-Net) are not reported, so for such graphs this is a lower
-/// bound of the real load.
-fn found_scene(system: &System, r: &FrameResult, frames: usize) -> Trace {
-    let scene = system
-        .request_models()
-        .map(|i| {
-            let name = &system.models[i.0].name;
-            r.objects
-                .iter()
-                .filter(|o| o.outputs.iter().any(|x| &x.model == name))
-                .count() as u32
-        })
-        .collect();
-    Trace {
-        segments: vec![camdnn_policy::sim::Segment {
-            frames: frames.max(1),
-            scene,
-        }],
+/// The requests each model ran per frame between two scrapes of the
+/// pipeline's metrics, as a one-scene trace of `frames` frames, and the
+/// root's requests per frame (`None` if no frame ran).
+fn work_per_frame(
+    system: &System,
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    frames: usize,
+) -> Option<(Trace, u32)> {
+    if frames == 0 {
+        return None;
     }
+    let ran = |i: ModelId| -> u32 {
+        let label = format!("model=\"{}\"", system.models[i.0].name);
+        let total: f64 = after
+            .iter()
+            .filter(|(k, _)| k.starts_with("camdnn_batch_size_sum{") && k.contains(&label))
+            .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+            .sum();
+        (total / frames as f64).round() as u32
+    };
+    let roots = system.roots().map(ran).max().unwrap_or(1).max(1);
+    let scene = system.request_models().map(ran).collect();
+    Some((
+        Trace {
+            segments: vec![camdnn_policy::sim::Segment { frames, scene }],
+        },
+        roots,
+    ))
 }
 
 /// Per scene: objects, measured and simulated mean delay.
@@ -772,6 +784,7 @@ fn simulate_frames(
     cfg: &DaemonConfig,
     fps: f64,
     crop_ms: f64,
+    root_items: u32,
 ) -> anyhow::Result<(Vec<Option<f64>>, String)> {
     let p = &cfg.pipeline;
     let mut s = match &args.sim_scheduler {
@@ -787,6 +800,7 @@ fn simulate_frames(
         // The benchmark submits every frame (no admission in front), so none is dropped.
         drop_behind_ms: Some(f64::MAX),
         dispatch_ahead_ms: p.dispatch_ahead_ms,
+        root_items,
     };
     let report = simulate(system, s.as_mut(), trace, &sim_cfg)?;
     Ok((
