@@ -13,8 +13,9 @@ use anyhow::{bail, Context};
 use camdnn_engine::{EngineKind, Tensor};
 use camdnn_policy::{ModelId, ProcId};
 
-use super::profile::{engine_for, input_dims};
+use super::profile::input_dims;
 use crate::config::DaemonConfig;
+use crate::pipeline::real_engine as engine_for;
 
 /// Options of `camdnnd check-config`.
 #[derive(clap::Args, Debug)]

@@ -16,7 +16,7 @@ use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner, Scheduler};
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 
-use super::config::{ModelEntry, PipelineConfig};
+use super::config::{ModelEntry, PipelineConfig, ProcessorEntry};
 use super::models::ModelRuntime;
 use super::runtime::{self, Parts, Pipeline};
 use crate::config::DaemonConfig;
@@ -94,14 +94,8 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     let mut workers = Vec::new();
     for (j, proc) in p.processors.iter().enumerate() {
         let engine: Arc<dyn Engine> = match proc.engine {
-            EngineKind::Tract => Arc::new(TractEngine::new()),
-            EngineKind::Ort => Arc::new(OrtEngine::new(None).with_context(|| {
-                format!(
-                    "processor {:?}: ONNX Runtime (set ORT_DYLIB_PATH or run scripts/setup.sh)",
-                    proc.name
-                )
-            })?),
             EngineKind::Sim => Arc::new(sim_engine(&system, p, j)?),
+            _ => real_engine(proc)?,
         };
         let w = Worker::spawn(proc.engine_config(), engine)
             .with_context(|| format!("starting processor {:?}", proc.name))?;
@@ -264,4 +258,22 @@ fn sim_engine(system: &System, p: &PipelineConfig, j: usize) -> anyhow::Result<S
         );
     }
     Ok(SimEngine::new(specs))
+}
+
+/// The engine a processor entry names (the ONNX Runtime library is found as
+/// `serve` finds it). The sim engine is refused: it has nothing to measure.
+pub fn real_engine(proc: &ProcessorEntry) -> anyhow::Result<Arc<dyn Engine>> {
+    Ok(match proc.engine {
+        EngineKind::Tract => Arc::new(TractEngine::new()),
+        EngineKind::Ort => Arc::new(OrtEngine::new(None).with_context(|| {
+            format!(
+                "processor {:?}: ONNX Runtime (set ORT_DYLIB_PATH or run scripts/setup.sh)",
+                proc.name
+            )
+        })?),
+        EngineKind::Sim => bail!(
+            "processor {:?} uses the sim engine, which has no real timings to measure",
+            proc.name
+        ),
+    })
 }

@@ -9,7 +9,7 @@ mod onnx_meta;
 pub mod prep;
 pub mod runtime;
 
-pub use build::{check, scheduler, start, Built};
+pub use build::{check, real_engine, scheduler, start, Built};
 
 use std::time::Instant;
 

@@ -13,11 +13,11 @@ use camdnn_policy::{ModelId, ProcId, System};
 use camdnn_protocol::ClassRef;
 use camdnn_vision::{BBox, Detection, Preprocessor, RgbImage, Transform};
 
-use super::super::profile::engine_for;
 use super::{BenchFrame, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use crate::pipeline::prep;
+use crate::pipeline::real_engine as engine_for;
 
 /// What one sequential run measured.
 pub(super) struct SequentialRun {

@@ -12,8 +12,9 @@ use std::thread::JoinHandle;
 use anyhow::Context;
 use camdnn_engine::{DType, Tensor, Worker};
 
-use super::{engine_for, input_dims};
+use super::input_dims;
 use crate::config::DaemonConfig;
+use crate::pipeline::real_engine as engine_for;
 
 /// Workers busy on every processor but the measured one; stopped on drop.
 pub(super) struct Background {

@@ -12,18 +12,15 @@ mod background;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use camdnn_engine::{
-    DType, Engine, EngineError, EngineKind, OrtEngine, Tensor, TractEngine, Worker,
-};
+use camdnn_engine::{DType, EngineError, Tensor, Worker};
 use camdnn_policy::spec::{PairSpec, ProfileSpec};
 use camdnn_vision::Layout;
 
 use crate::config::DaemonConfig;
-use crate::pipeline::config::{ModelEntry, ProcessorEntry};
+use crate::pipeline::config::ModelEntry;
 
 /// t_e and t_l written for an `upstream` detector, which is never run: a
 /// negligible cost on every processor (the policy crate needs a positive time).
@@ -71,24 +68,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The engine a processor entry names (the ONNX Runtime library is found as
-/// `serve` finds it). The sim engine is refused: it has nothing to measure.
-pub fn engine_for(proc: &ProcessorEntry) -> anyhow::Result<Arc<dyn Engine>> {
-    Ok(match proc.engine {
-        EngineKind::Tract => Arc::new(TractEngine::new()),
-        EngineKind::Ort => Arc::new(OrtEngine::new(None).with_context(|| {
-            format!(
-                "processor {:?}: ONNX Runtime (set ORT_DYLIB_PATH or run scripts/setup.sh)",
-                proc.name
-            )
-        })?),
-        EngineKind::Sim => bail!(
-            "processor {:?} uses the sim engine, which has no real timings to measure",
-            proc.name
-        ),
-    })
-}
-
 /// The configured input shape of a model for a batch of `k`.
 pub fn input_dims(m: &ModelEntry, k: usize) -> Vec<usize> {
     let (w, h) = (m.input.width as usize, m.input.height as usize);
@@ -129,7 +108,7 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
         } else {
             Some(background::Background::start(cfg, j)?)
         };
-        let engine = engine_for(proc)?;
+        let engine = crate::pipeline::real_engine(proc)?;
         let worker = Worker::spawn(proc.engine_config(), engine)
             .with_context(|| format!("starting processor {:?}", proc.name))?;
         let h = worker.handle();
