@@ -21,11 +21,25 @@ pub struct Placement {
     pub evictions: u32,
 }
 
+/// A batch's expected finish on its processor, taken when it was placed
+/// ([`Cluster::finish_mark`]) and handed back when it completes
+/// ([`Cluster::correct_finish`]). It remembers the corrections already made
+/// to that processor's queue, so the errors of earlier batches, which shifted
+/// this one too, are not counted twice.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FinishMark {
+    proc: ProcId,
+    /// Expected finish minus the processor's accumulated correction, ms.
+    uncorrected_ms: f64,
+}
+
 /// Processor availability and model residency, with least-recently-used eviction.
 #[derive(Clone, Debug)]
 pub struct Cluster {
     np: usize,
     busy_until: Vec<f64>,
+    /// Sum of the corrections applied to each processor's queue, ms.
+    shift_ms: Vec<f64>,
     resident: Vec<bool>,
     last_used: Vec<f64>,
     resident_count: Vec<usize>,
@@ -41,6 +55,7 @@ impl Cluster {
         Cluster {
             np,
             busy_until: vec![0.0; np],
+            shift_ms: vec![0.0; np],
             resident: vec![false; nm * np],
             last_used: vec![f64::NEG_INFINITY; nm * np],
             resident_count: vec![0; np],
@@ -172,14 +187,25 @@ impl Cluster {
         }
     }
 
-    /// Lets a real executor correct rem_j once a batch finished: the processor
-    /// is idle from `actual_finish` unless later work was queued.
-    pub fn correct_finish(&mut self, j: ProcId, expected_finish: f64, actual_finish: f64) {
-        // Shift all queued work by the error of this batch.
-        self.busy_until[j.0] += actual_finish - expected_finish;
-        if self.busy_until[j.0] < actual_finish {
-            self.busy_until[j.0] = actual_finish;
+    /// The mark of a batch placed on p_j that is expected to finish at
+    /// `expected_finish` (its [`Placement::finish_ms`]).
+    pub fn finish_mark(&self, j: ProcId, expected_finish: f64) -> FinishMark {
+        FinishMark {
+            proc: j,
+            uncorrected_ms: expected_finish - self.shift_ms[j.0],
         }
+    }
+
+    /// Lets a real executor correct rem_j once a batch finished at
+    /// `actual_finish`: the work queued behind it moves by the batch's error,
+    /// measured against its expected finish as already moved by the batches
+    /// that completed before it. The processor is idle from `actual_finish`
+    /// unless later work was queued.
+    pub fn correct_finish(&mut self, mark: FinishMark, actual_finish: f64) {
+        let j = mark.proc.0;
+        let error = actual_finish - (mark.uncorrected_ms + self.shift_ms[j]);
+        self.shift_ms[j] += error;
+        self.busy_until[j] = (self.busy_until[j] + error).max(actual_finish);
     }
 
     fn set_resident(&mut self, system: &System, i: ModelId, j: ProcId, on: bool) {
@@ -227,5 +253,47 @@ impl Cluster {
                 None => return evictions,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TINY: &str = include_str!("../tests/fixtures/tiny.toml");
+
+    /// Three batches of `a` queued back to back on the CPU (8 ms each, from
+    /// 0): the first runs 5 ms late, which moves the other two; the second
+    /// then runs as profiled, so its completion 5 ms after its planned finish
+    /// is no new error.
+    #[test]
+    fn a_late_batch_moves_the_queue_once() {
+        let system = System::from_toml(TINY).unwrap();
+        let (a, cpu) = (ModelId(1), ProcId(0));
+        let mut cluster = Cluster::new(&system);
+        let mut plan = Plan::empty(&system);
+        plan.set_resident(a, cpu, true);
+        cluster.preload(&system, &plan);
+        let marks: Vec<FinishMark> = (0..3)
+            .map(|_| {
+                let p = cluster.run(&system, 0.0, a, cpu, 1);
+                cluster.finish_mark(cpu, p.finish_ms)
+            })
+            .collect();
+        assert_eq!(cluster.busy_until(cpu), 24.0);
+        cluster.correct_finish(marks[0], 13.0);
+        assert_eq!(cluster.busy_until(cpu), 29.0);
+        cluster.correct_finish(marks[1], 21.0);
+        assert_eq!(
+            cluster.busy_until(cpu),
+            29.0,
+            "the second batch's delay was the first's"
+        );
+        cluster.correct_finish(marks[2], 27.0);
+        assert_eq!(
+            cluster.busy_until(cpu),
+            27.0,
+            "early by 2 ms: idle from then"
+        );
     }
 }

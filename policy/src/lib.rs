@@ -31,7 +31,7 @@ pub mod spec;
 pub mod stats;
 mod system;
 
-pub use cluster::{Cluster, Placement};
+pub use cluster::{Cluster, FinishMark, Placement};
 pub use dispatch::{choose_host, idle_taker, preferred_fitting, Decision, HostRule};
 pub use error::{InputError, SpecError};
 pub use plan::{repair, Detector, GlobalPolicy, Infeasible, Plan, PlanInput};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
 use camdnn_policy::schedulers::Scheduler;
-use camdnn_policy::{idle_taker, Cluster, ModelId, ProcId, System};
+use camdnn_policy::{idle_taker, Cluster, FinishMark, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
     RejectReason, Timing,
@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::{CropSpec, Job, PrepPool, Prepared};
+use super::scene::SceneEstimator;
 use super::{FrameProcessor, Outcome};
 
 /// Messages to the scheduler thread.
@@ -142,6 +143,7 @@ pub fn start(parts: Parts) -> Pipeline {
         next_epoch: parts.epoch_ms,
         epoch_ms: parts.epoch_ms,
         last_scene: vec![0; parts.system.num_models()],
+        scene: SceneEstimator::new(&parts.system),
         frames_this_epoch: 0,
         system: parts.system,
         models: parts.models,
@@ -184,7 +186,8 @@ struct BatchMeta {
     model: ModelId,
     proc: ProcId,
     items: Vec<(u64, usize)>,
-    expected_finish: f64,
+    /// Its expected finish, for correcting rem_j when it completes.
+    finish: FinishMark,
     dispatched: Instant,
 }
 
@@ -217,6 +220,8 @@ struct FrameState {
     first_start: Option<Instant>,
     detect_us: u32,
     detect_done: Option<Instant>,
+    /// Requests made for each model so far (index = `ModelId`).
+    requests: Vec<u32>,
 }
 
 struct Actor {
@@ -241,6 +246,8 @@ struct Actor {
     next_epoch: f64,
     epoch_ms: f64,
     last_scene: Vec<u32>,
+    /// Estimates the requests of models whose parents have not run yet.
+    scene: SceneEstimator,
     frames_this_epoch: u64,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
@@ -342,6 +349,7 @@ impl Actor {
             first_start: None,
             detect_us: 0,
             detect_done: None,
+            requests: vec![0; self.system.num_models()],
         };
         let root = self
             .system
@@ -405,31 +413,21 @@ impl Actor {
         for m in self.system.model_ids() {
             let n = crops.iter().filter(|c| c.model == m).count() as u32;
             self.batcher.expect(frame, m, n);
+            if let Some(f) = self.frames.get_mut(&frame) {
+                f.requests[m.0] += n;
+            }
         }
     }
 
-    /// Records the scene r of a frame whose level-1 crops are known and tells
-    /// the scheduler: detectors count 1, level-1 models their crops, deeper
-    /// models their parent's count (one request per object, as an estimate
-    /// until the parent's verdicts are in).
+    /// Records the scene r of a frame whose level-1 crops are known (deeper
+    /// models estimated, [`SceneEstimator`]) and tells the scheduler.
     fn note_scene(&mut self, crops: &[CropSpec]) {
-        for m in self.system.model_ids() {
-            let model = &self.system.models[m.0];
-            self.last_scene[m.0] = match (model.parent, model.level) {
-                (None, _) => 1,
-                (Some(_), 1) => crops.iter().filter(|c| c.model == m).count() as u32,
-                (Some(_), _) => 0,
-            };
-        }
-        let mut by_level: Vec<ModelId> = self.system.model_ids().collect();
-        by_level.sort_by_key(|m| self.system.models[m.0].level);
-        for m in by_level {
-            if let Some(p) = self.system.models[m.0].parent {
-                if self.system.models[m.0].level > 1 {
-                    self.last_scene[m.0] = self.last_scene[p.0];
-                }
-            }
-        }
+        let level1: Vec<u32> = self
+            .system
+            .model_ids()
+            .map(|m| crops.iter().filter(|c| c.model == m).count() as u32)
+            .collect();
+        self.last_scene = self.scene.scene(&self.system, &level1);
         let now = self.now_ms();
         self.scheduler
             .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
@@ -661,7 +659,7 @@ impl Actor {
                 model,
                 proc,
                 items: keys,
-                expected_finish,
+                finish: self.cluster.finish_mark(proc, expected_finish),
                 dispatched: now,
             },
         );
@@ -714,8 +712,14 @@ impl Actor {
             return;
         };
         let now = self.now_ms();
-        self.cluster
-            .correct_finish(meta.proc, meta.expected_finish, now);
+        // The worker's own clock: the actor may see the report a little later.
+        let finished = result.as_ref().map_or(now, |r| {
+            r.finished
+                .saturating_duration_since(self.start)
+                .as_secs_f64()
+                * 1e3
+        });
+        self.cluster.correct_finish(meta.finish, finished);
         let pname = &self.system.processors[meta.proc.0].name;
         metrics::gauge!("camdnn_processor_rem_ms", "processor" => pname.clone())
             .set(self.cluster.rem_ms(meta.proc, now));
@@ -905,6 +909,7 @@ impl Actor {
         };
         if outcome.is_none() {
             self.suppress(&mut f.objects);
+            self.scene.learn(&self.system, &f.requests);
         }
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.batcher.forget_frame(frame);
