@@ -66,6 +66,10 @@ pub struct Args {
     /// Requests the detector runs per frame (one per pyramid scale).
     #[arg(long, default_value_t = 1)]
     pub root_items: u32,
+    /// Time to decode a frame and prepare the detector's input before its
+    /// requests are released, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub frame_prep_ms: f64,
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -101,6 +105,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         drop_behind_ms: None,
         dispatch_ahead_ms: args.dispatch_ahead_ms,
         root_items: args.root_items,
+        frame_prep_ms: args.frame_prep_ms,
     };
     let policy_path = match &args.policy {
         Some(p) => Some(p.clone()),

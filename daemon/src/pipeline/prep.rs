@@ -4,6 +4,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use camdnn_engine::Tensor;
 use camdnn_policy::ModelId;
@@ -148,25 +149,12 @@ impl Drop for PrepPool {
 
 fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], job: Job) -> Prepared {
     match job {
-        Job::Detect { frame, raw, model } => match decode(&raw) {
-            Err((reason, message)) => Prepared::Invalid {
-                frame,
-                reason,
-                message,
-            },
-            Ok(image) => match inputs[model.0].prepare_frame(pre, &image) {
-                Ok(items) => Prepared::DetectorInput {
-                    frame,
-                    image: Arc::new(image),
-                    items,
-                },
-                Err(e) => Prepared::Invalid {
-                    frame,
-                    reason: RejectReason::BadDimensions,
-                    message: format!("{e:#}"),
-                },
-            },
-        },
+        Job::Detect { frame, raw, model } => {
+            let t0 = Instant::now();
+            let out = detector_input(pre, inputs, frame, &raw, model);
+            metrics::histogram!("camdnn_frame_prep_seconds").record(t0.elapsed().as_secs_f64());
+            out
+        }
         Job::DecodeAndCrop { frame, raw, crops } => match decode(&raw) {
             Err((reason, message)) => Prepared::Invalid {
                 frame,
@@ -183,6 +171,35 @@ fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], job: Job) -> Prepared {
     }
 }
 
+/// Decodes a frame and prepares the detector's input items.
+fn detector_input(
+    pre: &mut Preprocessor,
+    inputs: &[InputPrep],
+    frame: u64,
+    raw: &camdnn_protocol::Frame,
+    model: ModelId,
+) -> Prepared {
+    match decode(raw) {
+        Err((reason, message)) => Prepared::Invalid {
+            frame,
+            reason,
+            message,
+        },
+        Ok(image) => match inputs[model.0].prepare_frame(pre, &image) {
+            Ok(items) => Prepared::DetectorInput {
+                frame,
+                image: Arc::new(image),
+                items,
+            },
+            Err(e) => Prepared::Invalid {
+                frame,
+                reason: RejectReason::BadDimensions,
+                message: format!("{e:#}"),
+            },
+        },
+    }
+}
+
 fn crop_all(
     pre: &mut Preprocessor,
     inputs: &[InputPrep],
@@ -193,10 +210,12 @@ fn crop_all(
     let items = crops
         .into_iter()
         .map(|c| {
+            let t0 = Instant::now();
             let t = inputs[c.model.0]
                 .prepare(pre, &image, Some(c.bbox), c.rotate)
                 .map(|(t, _)| t)
                 .map_err(|e| format!("{e:#}"));
+            metrics::histogram!("camdnn_crop_seconds").record(t0.elapsed().as_secs_f64());
             (c, t)
         })
         .collect();

@@ -40,6 +40,10 @@ pub struct SimConfig {
     /// Requests each root model runs per frame, all released at arrival (a
     /// detector on an image pyramid runs one per scale; 1 for most graphs).
     pub root_items: u32,
+    /// Time from a frame's arrival to its root requests' release: decoding
+    /// the frame and preparing the detector's input, ms (0: frames arrive
+    /// ready, as on the paper's boards where the camera pipeline does it).
+    pub frame_prep_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -53,6 +57,7 @@ impl Default for SimConfig {
             drop_behind_ms: None,
             dispatch_ahead_ms: None,
             root_items: 1,
+            frame_prep_ms: 0.0,
         }
     }
 }
@@ -152,6 +157,8 @@ pub enum SimError {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     FrameArrives(usize),
+    /// Its input is prepared: the root requests are released.
+    FramePrepared(usize),
     Ready {
         frame: usize,
         model: ModelId,
@@ -247,12 +254,17 @@ pub fn simulate(
             reason: "must be >= 0",
         });
     }
-    if !(cfg.crop_ms.is_finite() && cfg.crop_ms >= 0.0) {
-        return Err(SimError::Config {
-            field: "crop_ms",
-            value: cfg.crop_ms,
-            reason: "must be >= 0",
-        });
+    for (field, value) in [
+        ("crop_ms", cfg.crop_ms),
+        ("frame_prep_ms", cfg.frame_prep_ms),
+    ] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(SimError::Config {
+                field,
+                value,
+                reason: "must be >= 0",
+            });
+        }
     }
     if let Some(h) = cfg.dispatch_ahead_ms {
         if !(h.is_finite() && h >= 0.0) {
@@ -348,6 +360,7 @@ pub fn simulate(
     while let Some(ev) = sim.events.pop() {
         match ev.kind {
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
+            Kind::FramePrepared(f) => sim.frame_prepared(ev.t, f)?,
             Kind::Ready { frame, model } => sim.ready(ev.t, frame, model)?,
             Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model),
             Kind::Retry => {
@@ -402,6 +415,14 @@ impl Sim<'_> {
             self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
             return Ok(());
         }
+        if self.cfg.frame_prep_ms > 0.0 {
+            self.push(now + self.cfg.frame_prep_ms, Kind::FramePrepared(f));
+            return Ok(());
+        }
+        self.frame_prepared(now, f)
+    }
+
+    fn frame_prepared(&mut self, now: f64, f: usize) -> Result<(), SimError> {
         let roots: Vec<ModelId> = self.system.roots().collect();
         for root in roots {
             self.dispatch(now, f, root, self.cfg.root_items as usize)?;

@@ -215,6 +215,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (pipe, closed_by_frame, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
     let after = scrape(&prom);
     let internals = internals(&before, &after, pipe.seconds);
+    let pipeline_crop_ms = mean_ms(&before, &after, "camdnn_crop_seconds");
+    let frame_prep_ms = mean_ms(&before, &after, "camdnn_frame_prep_seconds").unwrap_or(0.0);
     // A graph with a real detector: the scene the simulator gets is the work
     // the pipeline did per frame (requests each model ran, pyramid scales and
     // rejected candidates included; every frame is the same image).
@@ -253,11 +255,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if !(fps.is_finite() && fps > 0.0) {
             bail!("--fps must be a positive number, got {fps}");
         }
-        eprintln!("pipeline: open loop at {fps:.2} fps ...");
+        // A fresh pipeline, as the simulator starts from the start-up
+        // residency with no plan: the closed loop's plans (made while the
+        // next frame's detector queued on a processor) would otherwise carry
+        // over. Its warm-up frames come at the same pace.
+        drop(built);
+        eprintln!("pipeline: restarted, open loop at {fps:.2} fps ...");
+        let built = pipeline::start(&cfg)?;
+        rt.block_on(drive(&built, &warm, Pace::Fps(fps)));
         let (f, by_frame, _) = rt.block_on(drive(&built, &frames, Pace::Fps(fps)));
         Some((fps, f, by_frame))
     };
-    drop(built);
 
     // 2. Sequential Rust loops, one per processor's engine (or the one asked for).
     let mut seq = Vec::new();
@@ -371,20 +379,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let measured = open.summary();
         match &trace {
             Some(trace) => {
-                let crop = crop_ms.unwrap_or(0.5);
-                let crop_src = if crop_ms.is_some() {
-                    "measured"
-                } else {
-                    "default"
+                let (crop, crop_src) = match (pipeline_crop_ms, crop_ms) {
+                    (Some(c), _) => (c, "measured in the pipeline"),
+                    (None, Some(c)) => (c, "measured in the sequential loop"),
+                    (None, None) => (0.5, "default"),
                 };
-                let (sim, sim_name) =
-                    simulate_frames(&system, trace, args, &cfg, *fps, crop, root_items)?;
+                let host = HostCosts {
+                    fps: *fps,
+                    crop_ms: crop,
+                    frame_prep_ms,
+                    root_items,
+                };
+                let (sim, sim_name) = simulate_frames(&system, trace, args, &cfg, &host)?;
                 let predicted =
                     Summary::of(&sim.iter().flatten().copied().collect::<Vec<_>>()).mean;
                 print_scenes(trace, by_frame, &sim);
                 println!(
                     "\nopen loop at {fps:.2} fps, {} frames: measured mean frame delay {:.1} ms (p50 {:.1}, p99 {:.1}); \
-                     simulator ({}, profile {}, crop_ms {crop:.2} {crop_src}): {:.1} ms; measured / simulated = {:.3}",
+                     simulator ({}, profile {}, crop_ms {crop:.2} {crop_src}, frame_prep_ms {frame_prep_ms:.2}): {:.1} ms; measured / simulated = {:.3}",
                     open.frames,
                     measured.mean,
                     measured.p50,
@@ -401,7 +413,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
-                    "crop_ms": crop, "scheduler": sim_name});
+                    "crop_ms": crop, "frame_prep_ms": frame_prep_ms, "scheduler": sim_name});
             }
             None => println!(
                 "\nopen loop at {fps:.2} fps: measured mean frame delay {:.1} ms (p99 {:.1}); \
@@ -431,6 +443,19 @@ fn scrape(prom: &metrics_exporter_prometheus::PrometheusHandle) -> BTreeMap<Stri
             Some((k.to_string(), v.parse().ok()?))
         })
         .collect()
+}
+
+/// The mean of the histogram `name` (seconds) between two scrapes, in ms;
+/// `None` when nothing was recorded.
+fn mean_ms(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    name: &str,
+) -> Option<f64> {
+    let delta =
+        |k: String| after.get(&k).copied().unwrap_or(0.0) - before.get(&k).copied().unwrap_or(0.0);
+    let n = delta(format!("{name}_count"));
+    (n > 0.0).then(|| delta(format!("{name}_sum")) / n * 1e3)
 }
 
 /// What the pipeline did between two scrapes: model loads, each processor's
@@ -777,14 +802,25 @@ fn scene_means(trace: &Trace, by_frame: &[Option<f64>]) -> Vec<f64> {
 
 /// The simulator's delay of every frame for the same stream and knobs
 /// (`None`: dropped).
+/// What the simulator is told of the open loop and of the host beyond the
+/// profile, as the pipeline measured it.
+struct HostCosts {
+    /// The camera rate.
+    fps: f64,
+    /// Preparing one crop, ms.
+    crop_ms: f64,
+    /// Decoding a frame and preparing the detector's input, ms.
+    frame_prep_ms: f64,
+    /// Detector requests per frame.
+    root_items: u32,
+}
+
 fn simulate_frames(
     system: &System,
     trace: &Trace,
     args: &Args,
     cfg: &DaemonConfig,
-    fps: f64,
-    crop_ms: f64,
-    root_items: u32,
+    host: &HostCosts,
 ) -> anyhow::Result<(Vec<Option<f64>>, String)> {
     let p = &cfg.pipeline;
     let mut s = match &args.sim_scheduler {
@@ -793,14 +829,15 @@ fn simulate_frames(
         None => pipeline::scheduler(cfg, system)?,
     };
     let sim_cfg = SimConfig {
-        fps,
+        fps: host.fps,
         epoch_ms: p.epoch_ms,
-        crop_ms,
+        crop_ms: host.crop_ms,
         crop_threads: p.prep_threads,
         // The benchmark submits every frame (no admission in front), so none is dropped.
         drop_behind_ms: Some(f64::MAX),
         dispatch_ahead_ms: p.dispatch_ahead_ms,
-        root_items,
+        root_items: host.root_items,
+        frame_prep_ms: host.frame_prep_ms,
     };
     let report = simulate(system, s.as_mut(), trace, &sim_cfg)?;
     Ok((
