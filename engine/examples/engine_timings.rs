@@ -52,6 +52,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             models_dir().join("ch_ppocr_mobile_v2.0_cls_infer.onnx"),
         )
         .with_input_shape("x", vec![-1, 3, 48, 192]),
+        ModelSource::new("ppocr_det", models_dir().join("ch_PP-OCRv4_det_infer.onnx"))
+            .with_input_shape("x", vec![-1, 3, 480, 640]),
     ];
     let mut ort_proc = ProcessorConfig::new("cpu-ort", EngineKind::Ort);
     ort_proc.provider = Some(OrtProvider::Cpu);

@@ -172,7 +172,9 @@ impl OrtEngine {
             .with_intra_op_spinning(false)
             .map_err(conf)?;
         let dispatch = match provider {
-            OrtProvider::Cpu => ep::CPU::default().build(),
+            // ort's default turns the arena off (ONNX Runtime's own default is on): every
+            // run would then map and fault in fresh pages for its activations.
+            OrtProvider::Cpu => ep::CPU::default().with_arena_allocator(true).build(),
             OrtProvider::Xnnpack => ep::XNNPACK::default().build(),
             OrtProvider::Cuda => ep::CUDA::default().build(),
             OrtProvider::Qnn => {
