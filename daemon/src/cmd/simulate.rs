@@ -70,6 +70,10 @@ pub struct Args {
     /// requests are released, ms.
     #[arg(long, default_value_t = 0.0)]
     pub frame_prep_ms: f64,
+    /// Time each batch costs its processor beyond t_e (handing it over and
+    /// its results back), ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub batch_overhead_ms: f64,
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -106,6 +110,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         dispatch_ahead_ms: args.dispatch_ahead_ms,
         root_items: args.root_items,
         frame_prep_ms: args.frame_prep_ms,
+        batch_overhead_ms: args.batch_overhead_ms,
     };
     let policy_path = match &args.policy {
         Some(p) => Some(p.clone()),

@@ -148,6 +148,7 @@ pub fn start(parts: Parts) -> Pipeline {
         system: parts.system,
         models: parts.models,
         sources: parts.sources,
+        last_finish: vec![None; parts.workers.len()],
         workers: parts.workers,
         cluster: parts.cluster,
         scheduler: parts.scheduler,
@@ -230,6 +231,8 @@ struct Actor {
     models: Vec<ModelRuntime>,
     sources: Vec<ModelSource>,
     workers: Vec<WorkerHandle>,
+    /// When each processor's last batch finished (worker clock).
+    last_finish: Vec<Option<Instant>>,
     cluster: Cluster,
     batcher: SyncBatcher,
     scheduler: Box<dyn Scheduler + Send>,
@@ -381,9 +384,9 @@ impl Actor {
                         rejected: false,
                     });
                 }
-                self.expect_crops(id, &crops);
-                self.note_scene(&crops);
                 self.frames.insert(id, state);
+                self.expect_crops(id, &crops);
+                self.note_scene(id, &crops);
                 self.prep.send(Job::DecodeAndCrop {
                     frame: id,
                     raw: frame,
@@ -419,15 +422,20 @@ impl Actor {
         }
     }
 
-    /// Records the scene r of a frame whose level-1 crops are known (deeper
-    /// models estimated, [`SceneEstimator`]) and tells the scheduler.
-    fn note_scene(&mut self, crops: &[CropSpec]) {
+    /// Records the scene r of a frame whose level-1 crops are known (the
+    /// detector counts its items, e.g. pyramid scales; deeper models are
+    /// estimated, [`SceneEstimator`]) and tells the scheduler.
+    fn note_scene(&mut self, frame: u64, crops: &[CropSpec]) {
         let level1: Vec<u32> = self
             .system
             .model_ids()
             .map(|m| crops.iter().filter(|c| c.model == m).count() as u32)
             .collect();
-        self.last_scene = self.scene.scene(&self.system, &level1);
+        let root_items = self
+            .frames
+            .get(&frame)
+            .map_or(1, |f| f.det_transforms.len().max(1) as u32);
+        self.last_scene = self.scene.scene(&self.system, &level1, root_items);
         let now = self.now_ms();
         self.scheduler
             .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
@@ -737,6 +745,15 @@ impl Actor {
             .record(report.exec_time().as_secs_f64());
         metrics::histogram!("camdnn_batch_queue_seconds")
             .record(report.started.duration_since(meta.dispatched).as_secs_f64());
+        // Time a batch costs beyond its run: from dispatch (or the worker's
+        // previous batch) to its start, and from its end to this thread
+        // reading the report (channel hops, waking threads).
+        let ready =
+            self.last_finish[meta.proc.0].map_or(meta.dispatched, |f| f.max(meta.dispatched));
+        let overhead = report.started.saturating_duration_since(ready)
+            + Instant::now().saturating_duration_since(report.finished);
+        metrics::histogram!("camdnn_batch_overhead_seconds").record(overhead.as_secs_f64());
+        self.last_finish[meta.proc.0] = Some(report.finished);
         // How far the profile the scheduler plans with is from this run.
         let planned_ms = self.system.exec_ms(meta.model, meta.proc, meta.items.len());
         if planned_ms.is_finite() && planned_ms > 0.0 {
@@ -867,7 +884,7 @@ impl Actor {
         f.pending += 1;
         self.expect_crops(frame, &crops);
         if self.system.models[crops[0].model.0].level == 1 {
-            self.note_scene(&crops);
+            self.note_scene(frame, &crops);
         }
         self.prep.send(Job::Crop {
             frame,

@@ -42,17 +42,18 @@ impl SceneEstimator {
         }
     }
 
-    /// The scene of a frame whose level-1 requests are `level1` (index =
-    /// `ModelId`; other entries ignored): detectors 1, level-1 models their
+    /// The scene of a frame whose detector ran `root_items` items (one per
+    /// pyramid scale; 1 for most) and whose level-1 requests are `level1`
+    /// (index = `ModelId`; other entries ignored): level-1 models their
     /// count, deeper models their parent's estimate times its share.
-    pub fn scene(&self, system: &System, level1: &[u32]) -> Vec<u32> {
+    pub fn scene(&self, system: &System, level1: &[u32], root_items: u32) -> Vec<u32> {
         let mut scene = vec![0; system.num_models()];
         let mut by_level: Vec<_> = system.model_ids().collect();
         by_level.sort_by_key(|m| system.models[m.0].level);
         for m in by_level {
             let model = &system.models[m.0];
             scene[m.0] = match model.parent {
-                None => 1,
+                None => root_items,
                 Some(_) if model.level == 1 => level1[m.0],
                 Some(p) => {
                     let share = self.pass_ratio[m.0].unwrap_or(1.0);
@@ -86,11 +87,16 @@ mod tests {
     fn deeper_models_count_their_parents_requests_until_a_frame_shows_the_share() {
         let system = chain();
         let mut est = SceneEstimator::new(&system);
-        assert_eq!(est.scene(&system, &[0, 40, 0, 0]), vec![1, 40, 40, 40]);
+        assert_eq!(est.scene(&system, &[0, 40, 0, 0], 1), vec![1, 40, 40, 40]);
         // 40 candidates, 4 pass a, 2 of those pass b.
         est.learn(&system, &[8, 40, 4, 2]);
-        assert_eq!(est.scene(&system, &[0, 40, 0, 0]), vec![1, 40, 4, 2]);
-        assert_eq!(est.scene(&system, &[0, 20, 0, 0]), vec![1, 20, 2, 1]);
+        assert_eq!(est.scene(&system, &[0, 40, 0, 0], 1), vec![1, 40, 4, 2]);
+        assert_eq!(est.scene(&system, &[0, 20, 0, 0], 1), vec![1, 20, 2, 1]);
+        assert_eq!(
+            est.scene(&system, &[0, 20, 0, 0], 8)[0],
+            8,
+            "pyramid scales"
+        );
     }
 
     #[test]
@@ -99,10 +105,10 @@ mod tests {
         let mut est = SceneEstimator::new(&system);
         est.learn(&system, &[8, 40, 4, 2]);
         est.learn(&system, &[8, 0, 0, 0]);
-        assert_eq!(est.scene(&system, &[0, 40, 0, 0])[2], 4);
+        assert_eq!(est.scene(&system, &[0, 40, 0, 0], 1)[2], 4);
         for _ in 0..20 {
             est.learn(&system, &[8, 40, 40, 40]);
         }
-        assert_eq!(est.scene(&system, &[0, 40, 0, 0]), vec![1, 40, 40, 40]);
+        assert_eq!(est.scene(&system, &[0, 40, 0, 0], 1), vec![1, 40, 40, 40]);
     }
 }

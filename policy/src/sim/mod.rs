@@ -44,6 +44,9 @@ pub struct SimConfig {
     /// the frame and preparing the detector's input, ms (0: frames arrive
     /// ready, as on the paper's boards where the camera pipeline does it).
     pub frame_prep_ms: f64,
+    /// Time each batch costs its processor beyond t_e: handing it to the
+    /// processor's thread and its results back, ms (0 on an ideal board).
+    pub batch_overhead_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -58,6 +61,7 @@ impl Default for SimConfig {
             dispatch_ahead_ms: None,
             root_items: 1,
             frame_prep_ms: 0.0,
+            batch_overhead_ms: 0.0,
         }
     }
 }
@@ -257,6 +261,7 @@ pub fn simulate(
     for (field, value) in [
         ("crop_ms", cfg.crop_ms),
         ("frame_prep_ms", cfg.frame_prep_ms),
+        ("batch_overhead_ms", cfg.batch_overhead_ms),
     ] {
         if !(value.is_finite() && value >= 0.0) {
             return Err(SimError::Config {
@@ -559,7 +564,14 @@ impl Sim<'_> {
 
     /// Runs a batch of k requests of model i for frame f on p_j.
     fn run_batch(&mut self, now: f64, f: usize, i: ModelId, j: ProcId, k: usize) {
-        let p = self.cluster.run(self.system, now, i, j, k);
+        let mut p = self.cluster.run(self.system, now, i, j, k);
+        if self.cfg.batch_overhead_ms > 0.0 {
+            // The processor is held for the overhead too, as a real
+            // executor's correction of rem_j would show.
+            let mark = self.cluster.finish_mark(j, p.finish_ms);
+            p.finish_ms += self.cfg.batch_overhead_ms;
+            self.cluster.correct_finish(mark, p.finish_ms);
+        }
         self.report.decisions += 1;
         self.report.evictions += p.evictions;
         self.report.served[i.0] += k as u64;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use camdnn_policy::schedulers;
-use camdnn_policy::sim::{simulate, SimConfig, Trace};
+use camdnn_policy::sim::{simulate, SimConfig, SimReport, Trace};
 use camdnn_policy::stats::Summary;
 use camdnn_policy::{ModelId, System};
 use camdnn_protocol::{Frame, FrameResult, PixelFormat};
@@ -215,8 +215,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (pipe, closed_by_frame, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
     let after = scrape(&prom);
     let internals = internals(&before, &after, pipe.seconds);
-    let pipeline_crop_ms = mean_ms(&before, &after, "camdnn_crop_seconds");
-    let frame_prep_ms = mean_ms(&before, &after, "camdnn_frame_prep_seconds").unwrap_or(0.0);
     // A graph with a real detector: the scene the simulator gets is the work
     // the pipeline did per frame (requests each model ran, pyramid scales and
     // rejected candidates included; every frame is the same image).
@@ -230,6 +228,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let pipe = Figures {
         name: format!("camdnnd pipeline ({window} in flight)"),
         ..pipe
+    };
+    // What the simulator is told beyond the profile: the pipeline's own
+    // preparation times (no crops: none to prepare).
+    let mut host = HostCosts {
+        fps: 0.0,
+        crop_ms: mean_ms(&before, &after, "camdnn_crop_seconds").unwrap_or(0.0),
+        frame_prep_ms: mean_ms(&before, &after, "camdnn_frame_prep_seconds").unwrap_or(0.0),
+        batch_overhead_ms: mean_ms(&before, &after, "camdnn_batch_overhead_seconds").unwrap_or(0.0),
+        root_items,
     };
 
     // 4. Open loop at a camera rate, next to the simulator.
@@ -251,10 +258,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         } else {
             pipe.fps()
         };
-        let fps = args.fps.unwrap_or(0.7 * sustained);
+        // The simulator's busiest processor at that rate caps it too: a rate
+        // the profile says is near saturation would compare queues, not
+        // frame delays, as the host's speed drifts from the profile's.
+        let fps = match (args.fps, &trace) {
+            (Some(fps), _) => fps,
+            (None, Some(t)) => {
+                host.fps = 0.7 * sustained;
+                let busiest = simulate_frames(&system, t, args, &cfg, &host)?
+                    .utilisation()
+                    .into_iter()
+                    .fold(0.0, f64::max);
+                if busiest > 0.7 {
+                    host.fps * 0.7 / busiest
+                } else {
+                    host.fps
+                }
+            }
+            (None, None) => 0.7 * sustained,
+        };
         if !(fps.is_finite() && fps > 0.0) {
             bail!("--fps must be a positive number, got {fps}");
         }
+        host.fps = fps;
         // A fresh pipeline, as the simulator starts from the start-up
         // residency with no plan: the closed loop's plans (made while the
         // next frame's detector queued on a processor) would otherwise carry
@@ -269,7 +295,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
     // 2. Sequential Rust loops, one per processor's engine (or the one asked for).
     let mut seq = Vec::new();
-    let mut crop_ms = None;
     let pipeline_objects = sample.as_ref().map(|r| r.objects.len());
     if !args.no_sequential {
         for (j, proc) in p.processors.iter().enumerate() {
@@ -295,9 +320,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 );
             }
             seq.push(run.figures);
-            if crop_ms.is_none() {
-                crop_ms = run.crop_ms;
-            }
         }
         if let (Some(name), true) = (&args.sequential_processor, seq.is_empty()) {
             bail!("--sequential-processor {name:?} is not in the config");
@@ -379,30 +401,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let measured = open.summary();
         match &trace {
             Some(trace) => {
-                let (crop, crop_src) = match (pipeline_crop_ms, crop_ms) {
-                    (Some(c), _) => (c, "measured in the pipeline"),
-                    (None, Some(c)) => (c, "measured in the sequential loop"),
-                    (None, None) => (0.5, "default"),
-                };
-                let host = HostCosts {
-                    fps: *fps,
-                    crop_ms: crop,
-                    frame_prep_ms,
-                    root_items,
-                };
-                let (sim, sim_name) = simulate_frames(&system, trace, args, &cfg, &host)?;
+                let report = simulate_frames(&system, trace, args, &cfg, &host)?;
+                let sim: Vec<Option<f64>> = report.frames.iter().map(|f| f.delay_ms).collect();
+                let sim_name = report.scheduler;
                 let predicted =
                     Summary::of(&sim.iter().flatten().copied().collect::<Vec<_>>()).mean;
                 print_scenes(trace, by_frame, &sim);
                 println!(
                     "\nopen loop at {fps:.2} fps, {} frames: measured mean frame delay {:.1} ms (p50 {:.1}, p99 {:.1}); \
-                     simulator ({}, profile {}, crop_ms {crop:.2} {crop_src}, frame_prep_ms {frame_prep_ms:.2}): {:.1} ms; measured / simulated = {:.3}",
+                     simulator ({}, profile {}, crop_ms {:.3}, frame_prep_ms {:.2} and batch_overhead_ms {:.3} as the pipeline measured them): {:.1} ms; measured / simulated = {:.3}",
                     open.frames,
                     measured.mean,
                     measured.p50,
                     measured.p99,
                     sim_name,
                     cfg.resolve(&p.profile).display(),
+                    host.crop_ms,
+                    host.frame_prep_ms,
+                    host.batch_overhead_ms,
                     predicted,
                     measured.mean / predicted
                 );
@@ -413,7 +429,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
-                    "crop_ms": crop, "frame_prep_ms": frame_prep_ms, "scheduler": sim_name});
+                    "crop_ms": host.crop_ms, "frame_prep_ms": host.frame_prep_ms,
+                    "batch_overhead_ms": host.batch_overhead_ms, "scheduler": sim_name});
             }
             None => println!(
                 "\nopen loop at {fps:.2} fps: measured mean frame delay {:.1} ms (p99 {:.1}); \
@@ -579,6 +596,14 @@ fn upstream_frames(
         }
     }
     Ok(out)
+}
+
+/// A binary .ppm or JPEG file decoded to RGB, as the pipeline would decode
+/// it arriving as a frame.
+pub(crate) fn read_image(path: &Path) -> anyhow::Result<camdnn_vision::RgbImage> {
+    let frames = image_frames(path, 1)?;
+    crate::pipeline::prep::decode(&frames[0].frame)
+        .map_err(|(_, message)| anyhow::anyhow!("{}: {message}", path.display()))
 }
 
 fn image_frames(path: &Path, n: usize) -> anyhow::Result<Vec<BenchFrame>> {
@@ -811,6 +836,8 @@ struct HostCosts {
     crop_ms: f64,
     /// Decoding a frame and preparing the detector's input, ms.
     frame_prep_ms: f64,
+    /// A batch's cost beyond its run (hand-over and results back), ms.
+    batch_overhead_ms: f64,
     /// Detector requests per frame.
     root_items: u32,
 }
@@ -821,7 +848,7 @@ fn simulate_frames(
     args: &Args,
     cfg: &DaemonConfig,
     host: &HostCosts,
-) -> anyhow::Result<(Vec<Option<f64>>, String)> {
+) -> anyhow::Result<SimReport> {
     let p = &cfg.pipeline;
     let mut s = match &args.sim_scheduler {
         Some(name) => schedulers::by_name(system, name, p.wait_ms)
@@ -838,10 +865,7 @@ fn simulate_frames(
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         root_items: host.root_items,
         frame_prep_ms: host.frame_prep_ms,
+        batch_overhead_ms: host.batch_overhead_ms,
     };
-    let report = simulate(system, s.as_mut(), trace, &sim_cfg)?;
-    Ok((
-        report.frames.iter().map(|f| f.delay_ms).collect(),
-        report.scheduler,
-    ))
+    Ok(simulate(system, s.as_mut(), trace, &sim_cfg)?)
 }

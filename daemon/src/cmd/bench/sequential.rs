@@ -5,7 +5,7 @@
 //! post-processing (`ModelRuntime`) but no batching, no second processor and
 //! no overlap between frames.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use camdnn_engine::LoadedModel;
@@ -23,8 +23,6 @@ use crate::pipeline::real_engine as engine_for;
 pub(super) struct SequentialRun {
     /// Frames/s and delays.
     pub figures: Figures,
-    /// Mean time to cut and normalise one object's crop, ms (`None`: no crops).
-    pub crop_ms: Option<f64>,
     /// Objects the last frame's result kept (cross-checked with the pipeline's).
     pub objects: usize,
 }
@@ -45,8 +43,6 @@ struct Walker<'a> {
     /// Per model: its handle (`None`: upstream, never run) and runtime.
     models: Vec<(Option<Box<dyn LoadedModel>>, ModelRuntime)>,
     pre: Preprocessor,
-    crop_time: Duration,
-    crops: usize,
 }
 
 impl<'a> Walker<'a> {
@@ -85,8 +81,6 @@ impl<'a> Walker<'a> {
             root,
             models,
             pre: Preprocessor::new(),
-            crop_time: Duration::ZERO,
-            crops: 0,
         })
     }
 
@@ -173,14 +167,11 @@ impl<'a> Walker<'a> {
         todo.reverse();
         let identity = Transform::identity(image.width(), image.height());
         while let Some((k, m, bbox, rotate)) = todo.pop() {
-            let t0 = Instant::now();
             let (input, _) =
                 self.models[m.0]
                     .1
                     .input
                     .prepare(&mut self.pre, &image, Some(bbox), rotate)?;
-            self.crop_time += t0.elapsed();
-            self.crops += 1;
             let out = self.run(m, input)?;
             let ctx = ItemContext {
                 transform: identity,
@@ -251,8 +242,6 @@ pub(super) fn run(
     for f in warm {
         walker.frame(f)?;
     }
-    walker.crop_time = Duration::ZERO;
-    walker.crops = 0;
     let start = Instant::now();
     let mut delays = Vec::with_capacity(frames.len());
     let mut objects = 0;
@@ -272,11 +261,5 @@ pub(super) fn run(
         delays_ms: delays,
         failed: 0,
     };
-    let crop_ms =
-        (walker.crops > 0).then(|| walker.crop_time.as_secs_f64() * 1e3 / walker.crops as f64);
-    Ok(SequentialRun {
-        figures,
-        crop_ms,
-        objects,
-    })
+    Ok(SequentialRun { figures, objects })
 }

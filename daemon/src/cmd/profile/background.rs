@@ -2,17 +2,16 @@
 //! one: processors of one host share caches, memory bandwidth and often
 //! physical cores, so a model runs slower while its neighbours work, and the
 //! pipeline runs them all at once. Each other processor gets its own pinned
-//! worker running the config's models round-robin, one item at a time, until
-//! the measurement is done.
+//! worker running its models (those the pipeline would put on it) round-robin,
+//! one item at a time, until the measurement is done.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::Context;
-use camdnn_engine::{DType, Tensor, Worker};
+use camdnn_engine::{Tensor, Worker};
 
-use super::input_dims;
 use crate::config::DaemonConfig;
 use crate::pipeline::real_engine as engine_for;
 
@@ -23,9 +22,15 @@ pub(super) struct Background {
 }
 
 impl Background {
-    /// Starts the load on every processor except `measured`, each with the
-    /// models it can load (a model an engine refuses is skipped).
-    pub(super) fn start(cfg: &DaemonConfig, measured: usize) -> anyhow::Result<Self> {
+    /// Starts the load on every processor j except `measured`, each with the
+    /// models `on[j]` names that it can load (a model an engine refuses is
+    /// skipped), each running its `samples` items in turn (index = config order).
+    pub(super) fn start(
+        cfg: &DaemonConfig,
+        measured: usize,
+        on: &[Vec<String>],
+        samples: &[Vec<Tensor>],
+    ) -> anyhow::Result<Self> {
         let p = &cfg.pipeline;
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
@@ -39,20 +44,27 @@ impl Background {
             })?;
             let h = worker.handle();
             let mut models = Vec::new();
-            for m in p.models.iter().filter(|m| !m.output.is_upstream()) {
+            let wanted = |name: &String| on.get(j).is_some_and(|names| names.contains(name));
+            for (m, sample) in p
+                .models
+                .iter()
+                .zip(samples)
+                .filter(|(m, _)| !m.output.is_upstream() && wanted(&m.name))
+            {
                 if h.load_blocking(m.source(|f| cfg.resolve(f), 1)).is_ok() {
-                    models.push((
-                        m.name.clone(),
-                        Tensor::zeros("", DType::F32, input_dims(m, 1)),
-                    ));
+                    models.push((m.name.clone(), sample.clone()));
                 }
             }
             let stop = Arc::clone(&stop);
             threads.push(std::thread::spawn(move || {
-                'run: while !models.is_empty() {
-                    for (name, input) in &models {
+                'run: for n in 0.. {
+                    if models.is_empty() {
+                        break;
+                    }
+                    for (name, items) in &models {
+                        let input = items[n % items.len()].clone();
                         if stop.load(Ordering::Relaxed)
-                            || h.run_blocking(name, vec![input.clone()]).is_err()
+                            || h.run_blocking(name, vec![input]).is_err()
                         {
                             break 'run;
                         }

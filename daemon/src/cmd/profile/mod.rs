@@ -1,17 +1,20 @@
 //! `camdnnd profile`: measures the configured models on this host's
 //! processors with their configured engines (one pinned worker thread per
 //! processor, as `serve` runs them) and writes the system file the scheduler
-//! reads: t_e(i,j,k) for k = 1..n_b (median of `--runs` batches of zeros of
-//! the model's configured input shape, after `--warmup` runs) and t_l(i,j)
+//! reads: t_e(i,j,k) for k = 1..n_b (median of `--runs` batches cut from the
+//! `--image` frame as the pipeline prepares them, or of zeros of the model's
+//! configured input shape, after `--warmup` runs) and t_l(i,j)
 //! (median of `--loads` loads), each while the other processors run the
-//! config's models (`background.rs`; `--isolated`: alone). The header comment
-//! records the host: CPU governor, online cores, engine and core of every
+//! models the scheduler's start-up plan puts on them (`background.rs`) and
+//! after a run of each other model planned on the same processor, as the
+//! pipeline alternates them (`--isolated`: alone, back to back). The header
+//! comment records the host: CPU governor, online cores, engine and core of every
 //! processor.
 
 mod background;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
@@ -44,8 +47,14 @@ pub struct Args {
     /// Timed loads per model and processor (the median is written).
     #[arg(long, default_value_t = 5)]
     pub loads: usize,
+    /// A frame (binary .ppm or .jpg) the models' inputs are cut from as the
+    /// pipeline prepares them: some models run slower on real pixels than
+    /// on zeros (MTCNN P-Net by half). Default: batches of zeros.
+    #[arg(long)]
+    pub image: Option<PathBuf>,
     /// Measure each processor alone, the others idle (default: while the
-    /// others run the config's models, as they do in the pipeline).
+    /// others run the models the scheduler puts on them at start-up, as they
+    /// do in the pipeline).
     #[arg(long)]
     pub isolated: bool,
 }
@@ -97,22 +106,152 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Per model (index = config order), the batch-1 inputs it is measured on,
+/// used in turn: from the `--image` frame as the pipeline prepares it (every
+/// item of the detector, i.e. each pyramid scale, as the pipeline runs them
+/// all; a per-object model's crop of the whole frame), or zeros of the
+/// configured shape.
+fn sample_inputs(cfg: &DaemonConfig, image: Option<&Path>) -> anyhow::Result<Vec<Vec<Tensor>>> {
+    let image = image.map(crate::cmd::bench::read_image).transpose()?;
+    let mut pre = camdnn_vision::Preprocessor::new();
+    let mut out = Vec::new();
+    for m in &cfg.pipeline.models {
+        let mut items = Vec::new();
+        if let Some(img) = image.as_ref().filter(|_| !m.output.is_upstream()) {
+            let prep = crate::pipeline::models::ModelRuntime::new(m, &|f| cfg.resolve(f))?.input;
+            if m.parent.is_none() {
+                items.extend(
+                    prep.prepare_frame(&mut pre, img)?
+                        .into_iter()
+                        .map(|(t, _)| t),
+                );
+            } else {
+                let (w, h) = (img.width() as f32, img.height() as f32);
+                let whole = camdnn_vision::BBox::new(0.0, 0.0, w, h);
+                items.push(prep.prepare(&mut pre, img, Some(whole), false)?.0);
+            }
+        }
+        if items.is_empty() {
+            items.push(Tensor::zeros("", DType::F32, input_dims(m, 1)));
+        }
+        out.push(items);
+    }
+    Ok(out)
+}
+
+/// A batch of `k` of `items`, taken in turn from the `n`-th batch's start.
+fn batch_of(items: &[Tensor], k: usize, n: usize) -> anyhow::Result<Tensor> {
+    let picked: Vec<Tensor> = (0..k)
+        .map(|x| items[(n * k + x) % items.len()].clone())
+        .collect();
+    Ok(Tensor::concat_batch(&picked)?)
+}
+
+/// How many runs and loads each measurement takes.
+#[derive(Clone, Copy, Debug)]
+struct Counts {
+    runs: usize,
+    warmup: usize,
+    loads: usize,
+}
+
 /// Measures every (model, processor) pair; the file's text.
+///
+/// Under load, the other processors run the models the scheduler puts on
+/// them at start-up, as the pipeline does: that plan comes from a quick
+/// isolated pass (a few runs each), since it needs a profile itself.
 fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
+    let p = &cfg.pipeline;
+    let board = args
+        .out
+        .file_stem()
+        .map_or_else(|| "host".to_string(), |s| s.to_string_lossy().into_owned());
+    let counts = Counts {
+        runs: args.runs,
+        warmup: args.warmup,
+        loads: args.loads,
+    };
+    let samples = sample_inputs(cfg, args.image.as_deref())?;
+    let (table, notes) = if args.isolated {
+        measure(cfg, counts, &samples, None)?
+    } else {
+        eprintln!("quick isolated pass, for the start-up plan that decides the background load:");
+        let quick = Counts {
+            runs: 5,
+            warmup: 1,
+            loads: 1,
+        };
+        let (table, _) = measure(cfg, quick, &samples, None)?;
+        let system = camdnn_policy::System::from_spec(&p.system_spec(board.clone(), table))
+            .context("the quick profile is not a valid system")?;
+        let plan = crate::pipeline::scheduler(cfg, &system)?.initial_plan(&system);
+        let on: Vec<Vec<String>> = system
+            .proc_ids()
+            .map(|j| {
+                system
+                    .model_ids()
+                    .filter(|&i| plan.resident(i, j))
+                    .map(|i| system.models[i.0].name.clone())
+                    .collect()
+            })
+            .collect();
+        for (proc, models) in p.processors.iter().zip(&on) {
+            eprintln!("background on {}: {}", proc.name, models.join(", "));
+        }
+        eprintln!("measuring:");
+        measure(cfg, counts, &samples, Some(&on))?
+    };
+    let spec = p.system_spec(board, table);
+    // The written file must be one the scheduler accepts.
+    camdnn_policy::System::from_spec(&spec)
+        .context("the measured profile is not a valid system")?;
+    Ok(format!("{}{}", header(cfg, args, &notes), spec.to_toml()))
+}
+
+/// Measures every (model, processor) pair on batches of its `samples` entry,
+/// each processor alone (`background` = `None`) or while every other
+/// processor runs the models `background` lists for it; the table and notes
+/// on refused models.
+fn measure(
+    cfg: &DaemonConfig,
+    counts: Counts,
+    samples: &[Vec<Tensor>],
+    background: Option<&[Vec<String>]>,
+) -> anyhow::Result<(ProfileSpec, Vec<String>)> {
     let p = &cfg.pipeline;
     let mut table = ProfileSpec::new();
     let mut notes = Vec::new();
     for (j, proc) in p.processors.iter().enumerate() {
-        let _background = if args.isolated {
-            None
-        } else {
-            Some(background::Background::start(cfg, j)?)
-        };
+        let _background = background
+            .map(|on| background::Background::start(cfg, j, on, samples))
+            .transpose()?;
         let engine = crate::pipeline::real_engine(proc)?;
         let worker = Worker::spawn(proc.engine_config(), engine)
             .with_context(|| format!("starting processor {:?}", proc.name))?;
         let h = worker.handle();
-        for m in &p.models {
+        // Under load, each timed run follows one run of each of this
+        // processor's other models (those the start-up plan puts here), as
+        // the pipeline alternates them: a model's weights and buffers are not
+        // still in the caches from its own previous run. Loaded under other
+        // names beside the measured model.
+        let mut neighbours = Vec::new();
+        for (m, sample) in p.models.iter().zip(samples) {
+            if background.is_some_and(|on| on[j].contains(&m.name)) {
+                let mut source = m.source(|f| cfg.resolve(f), 1);
+                source.name = format!("{} (neighbour)", m.name);
+                if h.load_blocking(source.clone()).is_ok() {
+                    neighbours.push((m.name.clone(), source.name, sample[0].clone()));
+                }
+            }
+        }
+        let run_neighbours = |measured: &str| -> anyhow::Result<()> {
+            for (_, alias, input) in neighbours.iter().filter(|(n, _, _)| n != measured) {
+                h.run_blocking(alias, vec![input.clone()])
+                    .with_context(|| format!("running {alias} on {}", proc.name))?;
+            }
+            Ok(())
+        };
+        for (m, sample) in p.models.iter().zip(samples) {
             if m.output.is_upstream() {
                 table.entry(m.name.clone()).or_default().insert(
                     proc.name.clone(),
@@ -129,10 +268,10 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
                 .with_context(|| format!("model {:?}: {}", m.name, source.path.display()))?
                 .len() as f64
                 / 1e6;
-            eprint!("{} on {}: loading x{} ...", m.name, proc.name, args.loads);
+            eprint!("{} on {}: loading x{} ...", m.name, proc.name, counts.loads);
             let mut loads = Vec::new();
             let mut refused = None;
-            for n in 0..args.loads {
+            for n in 0..counts.loads {
                 match h.load_blocking(source.clone()) {
                     Ok(r) => loads.push(ms(r.finished.duration_since(r.started))),
                     Err(e @ EngineError::UnsupportedOps { .. }) => {
@@ -145,7 +284,7 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
                             .with_context(|| format!("loading {} on {}", m.name, proc.name));
                     }
                 }
-                if n + 1 < args.loads {
+                if n + 1 < counts.loads {
                     h.unload_blocking(&m.name)?;
                 }
             }
@@ -158,15 +297,17 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
             eprint!(" {load_ms:.1} ms; exec");
             let mut exec_ms = Vec::with_capacity(p.max_batch);
             for k in 1..=p.max_batch {
-                let input = Tensor::zeros("", DType::F32, input_dims(m, k));
-                for _ in 0..args.warmup {
-                    h.run_blocking(&m.name, vec![input.clone()])
+                for n in 0..counts.warmup {
+                    run_neighbours(&m.name)?;
+                    h.run_blocking(&m.name, vec![batch_of(sample, k, n)?])
                         .with_context(|| format!("running {} on {} (k={k})", m.name, proc.name))?;
                 }
-                let mut times = Vec::with_capacity(args.runs);
-                for _ in 0..args.runs {
+                let mut times = Vec::with_capacity(counts.runs);
+                for n in 0..counts.runs {
+                    run_neighbours(&m.name)?;
+                    let input = batch_of(sample, k, counts.warmup + n)?;
                     let r = h
-                        .run_blocking(&m.name, vec![input.clone()])
+                        .run_blocking(&m.name, vec![input])
                         .with_context(|| format!("running {} on {} (k={k})", m.name, proc.name))?;
                     times.push(ms(r.exec_time()));
                 }
@@ -196,15 +337,7 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
             );
         }
     }
-    let board = args
-        .out
-        .file_stem()
-        .map_or_else(|| "host".to_string(), |s| s.to_string_lossy().into_owned());
-    let spec = p.system_spec(board, table);
-    // The written file must be one the scheduler accepts.
-    camdnn_policy::System::from_spec(&spec)
-        .context("the measured profile is not a valid system")?;
-    Ok(format!("{}{}", header(cfg, args, &notes), spec.to_toml()))
+    Ok((table, notes))
 }
 
 /// `cpu0=performance cpu1=performance`, or "unknown" when cpufreq is absent.
@@ -285,9 +418,18 @@ fn header(cfg: &DaemonConfig, args: &Args, notes: &[String]) -> String {
     let _ = writeln!(s, "# online cores: {}", online_cores());
     let _ = writeln!(
         s,
-        "# t_e: median of {} runs of a zero batch of the configured input shape after {} warm-up runs; \
+        "# t_e: median of {} runs of a batch of {} after {} warm-up runs; \
          t_l: median of {} loads; size_mb: model file size / 1e6",
-        args.runs, args.warmup, args.loads
+        args.runs,
+        args.image.as_ref().map_or_else(
+            || "zeros of the configured input shape".to_string(),
+            |i| format!(
+                "inputs cut from {} as the pipeline prepares them",
+                i.display()
+            )
+        ),
+        args.warmup,
+        args.loads
     );
     let _ = writeln!(
         s,
@@ -295,7 +437,7 @@ fn header(cfg: &DaemonConfig, args: &Args, notes: &[String]) -> String {
         if args.isolated {
             "each processor measured alone (--isolated)"
         } else {
-            "each processor measured while the others ran the config's models one item at a time"
+            "each processor measured while the others ran, one item at a time, the models the scheduler's start-up plan puts on them (from a quick isolated pass of 5 runs each), and each timed run after one run of each other model the plan puts on its own processor"
         }
     );
     let _ = writeln!(
