@@ -385,8 +385,8 @@ impl Actor {
                     });
                 }
                 self.frames.insert(id, state);
-                self.expect_crops(id, &crops);
-                self.note_scene(id, &crops);
+                let counts = self.expect_crops(id, &crops);
+                self.note_scene(id, &counts);
                 self.prep.send(Job::DecodeAndCrop {
                     frame: id,
                     raw: frame,
@@ -412,30 +412,31 @@ impl Actor {
         }
     }
 
-    fn expect_crops(&mut self, frame: u64, crops: &[CropSpec]) {
+    /// Tells the batcher how many requests of each model `crops` bring and
+    /// counts them in the frame; those counts (index = `ModelId`).
+    fn expect_crops(&mut self, frame: u64, crops: &[CropSpec]) -> Vec<u32> {
+        let mut counts = vec![0u32; self.system.num_models()];
+        for c in crops {
+            counts[c.model.0] += 1;
+        }
         for m in self.system.model_ids() {
-            let n = crops.iter().filter(|c| c.model == m).count() as u32;
-            self.batcher.expect(frame, m, n);
+            self.batcher.expect(frame, m, counts[m.0]);
             if let Some(f) = self.frames.get_mut(&frame) {
-                f.requests[m.0] += n;
+                f.requests[m.0] += counts[m.0];
             }
         }
+        counts
     }
 
-    /// Records the scene r of a frame whose level-1 crops are known (the
-    /// detector counts its items, e.g. pyramid scales; deeper models are
-    /// estimated, [`SceneEstimator`]) and tells the scheduler.
-    fn note_scene(&mut self, frame: u64, crops: &[CropSpec]) {
-        let level1: Vec<u32> = self
-            .system
-            .model_ids()
-            .map(|m| crops.iter().filter(|c| c.model == m).count() as u32)
-            .collect();
+    /// Records the scene r of a frame whose level-1 requests per model are
+    /// `level1` (the detector counts its items, e.g. pyramid scales; deeper
+    /// models are estimated, [`SceneEstimator`]) and tells the scheduler.
+    fn note_scene(&mut self, frame: u64, level1: &[u32]) {
         let root_items = self
             .frames
             .get(&frame)
             .map_or(1, |f| f.det_transforms.len().max(1) as u32);
-        self.last_scene = self.scene.scene(&self.system, &level1, root_items);
+        self.last_scene = self.scene.scene(&self.system, level1, root_items);
         let now = self.now_ms();
         self.scheduler
             .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
@@ -882,9 +883,9 @@ impl Actor {
         };
         let Some(image) = f.image.clone() else { return };
         f.pending += 1;
-        self.expect_crops(frame, &crops);
+        let counts = self.expect_crops(frame, &crops);
         if self.system.models[crops[0].model.0].level == 1 {
-            self.note_scene(frame, &crops);
+            self.note_scene(frame, &counts);
         }
         self.prep.send(Job::Crop {
             frame,
