@@ -459,6 +459,11 @@ fn scrape(prom: &metrics_exporter_prometheus::PrometheusHandle) -> BTreeMap<Stri
         .collect()
 }
 
+/// How much the series `key` grew between two scrapes (0 if absent).
+fn delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, key: &str) -> f64 {
+    after.get(key).copied().unwrap_or(0.0) - before.get(key).copied().unwrap_or(0.0)
+}
+
 /// The mean of the histogram `name` (seconds) between two scrapes, in ms;
 /// `None` when nothing was recorded.
 fn mean_ms(
@@ -466,10 +471,8 @@ fn mean_ms(
     after: &BTreeMap<String, f64>,
     name: &str,
 ) -> Option<f64> {
-    let delta =
-        |k: String| after.get(&k).copied().unwrap_or(0.0) - before.get(&k).copied().unwrap_or(0.0);
-    let n = delta(format!("{name}_count"));
-    (n > 0.0).then(|| delta(format!("{name}_sum")) / n * 1e3)
+    let n = delta(before, after, &format!("{name}_count"));
+    (n > 0.0).then(|| delta(before, after, &format!("{name}_sum")) / n * 1e3)
 }
 
 /// What the pipeline did between two scrapes: model loads, each processor's
@@ -480,8 +483,7 @@ fn internals(
     after: &BTreeMap<String, f64>,
     seconds: f64,
 ) -> String {
-    let delta =
-        |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
+    let delta = |k: &str| delta(before, after, k);
     let mut parts = Vec::new();
     let loads: f64 = after
         .keys()
@@ -767,7 +769,7 @@ fn work_per_frame(
         let total: f64 = after
             .iter()
             .filter(|(k, _)| k.starts_with("camdnn_batch_size_sum{") && k.contains(&label))
-            .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+            .map(|(k, _)| delta(before, after, k))
             .sum();
         (total / frames as f64).round() as u32
     };

@@ -236,7 +236,7 @@ fn measure(
         // names beside the measured model.
         let mut neighbours = Vec::new();
         for (m, sample) in p.models.iter().zip(samples) {
-            if background.is_some_and(|on| on[j].contains(&m.name)) {
+            if !m.output.is_upstream() && background.is_some_and(|on| on[j].contains(&m.name)) {
                 let mut source = m.source(|f| cfg.resolve(f), 1);
                 source.name = format!("{} (neighbour)", m.name);
                 if h.load_blocking(source.clone()).is_ok() {
