@@ -162,31 +162,7 @@ fn bench_compares_every_contender_and_the_simulator_on_the_profile() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Two frames with three cars each.
-    let trace = dir.path().join("trace.txt");
-    std::fs::write(&trace, "2 3\n").unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
-        .current_dir(&repo)
-        .args([
-            "bench",
-            "--warmup-frames",
-            "1",
-            "--fps",
-            "2",
-            "--json",
-            "--config",
-        ])
-        .arg(&cfg)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let stdout = bench(&cfg, dir.path(), &["--json"]);
     for row in [
         "camdnnd pipeline (2 in flight)",
         "sequential Rust (tract engine of tract0)",
@@ -206,4 +182,90 @@ fn bench_compares_every_contender_and_the_simulator_on_the_profile() {
     }
     let ratio = json["sim"]["ratio"].as_f64().unwrap();
     assert!(ratio.is_finite() && ratio > 0.0, "{json}");
+}
+
+/// `bench` on `cfg` with a two-frame trace of three cars at 2 fps, one
+/// warm-up frame and `extra` options; its stdout (the run must succeed).
+fn bench(cfg: &Path, dir: &Path, extra: &[&str]) -> String {
+    let trace = dir.join("trace.txt");
+    std::fs::write(&trace, "2 3\n").unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .current_dir(&repo)
+        .args(["bench", "--warmup-frames", "1", "--fps", "2", "--config"])
+        .arg(cfg)
+        .arg("--trace")
+        .arg(&trace)
+        .args(extra)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// [`bench`] with the pipeline and the simulator only.
+fn bench_pipeline_only(cfg: &Path, dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["--no-python", "--no-sequential"];
+    args.extend_from_slice(extra);
+    bench(cfg, dir, &args)
+}
+
+#[test]
+fn bench_profile_now_plans_and_simulates_with_a_profile_it_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    // The config names measured.toml, which does not exist: only the fresh
+    // profile can make this bench run.
+    let cfg = config(dir.path());
+    let fresh = dir.path().join("fresh.toml");
+    let stdout = bench_pipeline_only(
+        &cfg,
+        dir.path(),
+        &[
+            "--profile-now",
+            "--profile-runs",
+            "3",
+            "--profile-out",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(!dir.path().join("measured.toml").exists());
+    let spec = SystemSpec::from_toml(&std::fs::read_to_string(&fresh).unwrap()).unwrap();
+    assert_eq!(spec.profile["squeezenet"]["ort1"].exec_ms.len(), 3);
+    let shown = format!("profile {}", fresh.display());
+    assert!(stdout.contains(&shown), "{shown:?} missing:\n{stdout}");
+    assert!(stdout.contains("measured / simulated = "), "{stdout}");
+    assert!(
+        stdout.contains("their profiled time on average"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bench_warns_when_the_host_runs_far_from_its_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let measured = dir.path().join("measured.toml");
+    let out = profile(&cfg, &measured);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A profile of a machine ten times faster than this one.
+    let mut spec = SystemSpec::from_toml(&std::fs::read_to_string(&measured).unwrap()).unwrap();
+    for pair in spec.profile.get_mut("squeezenet").unwrap().values_mut() {
+        for t in &mut pair.exec_ms {
+            *t /= 10.0;
+        }
+    }
+    std::fs::write(&measured, spec.to_toml()).unwrap();
+    let stdout = bench_pipeline_only(&cfg, dir.path(), &[]);
+    assert!(
+        stdout.contains("warning: batches ran ") && stdout.contains("--profile-now"),
+        "no drift warning:\n{stdout}"
+    );
 }

@@ -106,6 +106,18 @@ pub struct Args {
     /// `pipeline.scheduler` with its policy).
     #[arg(long)]
     pub sim_scheduler: Option<String>,
+    /// Measure this host's profile first (as `camdnnd profile` does, from
+    /// --image when given) and plan and simulate with it instead of the
+    /// config's: a shared host's speed drifts by up to 2x within hours, and a
+    /// profile from another hour predicts another machine.
+    #[arg(long)]
+    pub profile_now: bool,
+    /// Where --profile-now writes the profile it measures.
+    #[arg(long, default_value = "target/bench-profile.toml")]
+    pub profile_out: PathBuf,
+    /// Timed runs per batch size of --profile-now (the median is used).
+    #[arg(long, default_value_t = 30)]
+    pub profile_runs: usize,
     /// Also print one JSON object with every figure.
     #[arg(long)]
     pub json: bool,
@@ -144,7 +156,22 @@ struct BenchFrame {
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let cfg = DaemonConfig::load(&args.config)?;
+    let mut cfg = DaemonConfig::load(&args.config)?;
+    if args.profile_now {
+        eprintln!("measuring this host's profile first (--profile-now) ...");
+        let measure = super::profile::Args {
+            config: args.config.clone(),
+            out: args.profile_out.clone(),
+            runs: args.profile_runs,
+            warmup: 3,
+            loads: 5,
+            image: args.image.clone(),
+            isolated: false,
+        };
+        super::profile::measure_and_write(&cfg, &measure)?;
+        cfg.pipeline.profile = std::path::absolute(&args.profile_out)
+            .with_context(|| format!("resolving --profile-out {}", args.profile_out.display()))?;
+    }
     let system =
         pipeline::check(&cfg).with_context(|| format!("in config {}", args.config.display()))?;
     let p = &cfg.pipeline;
@@ -286,8 +313,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let (f, by_frame, _) = rt.block_on(drive(&built, &frames, Pace::Fps(fps)));
         // The host costs at this load: with both cores busy in the closed
         // loop, handing a batch over took longer than here.
-        host = HostCosts::measured(&before, &scrape(&prom), fps, root_items);
-        Some((fps, f, by_frame))
+        let after = scrape(&prom);
+        host = HostCosts::measured(&before, &after, fps, root_items);
+        Some((fps, f, by_frame, exec_vs_profile(&before, &after)))
     };
 
     // 2. Sequential Rust loops, one per processor's engine (or the one asked for).
@@ -370,6 +398,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     println!("pipeline internals (closed loop): {internals}");
+    if let Some(drift) = exec_vs_profile(&before, &after) {
+        let profile = cfg.resolve(&p.profile);
+        if !(DRIFT_OK.0..=DRIFT_OK.1).contains(&drift) {
+            println!(
+                "warning: batches ran {drift:.2}x their profiled time on average: this host is not running at the speed {} was measured at, so the simulator predicts another machine (re-measure with `camdnnd profile`, or pass --profile-now)",
+                profile.display()
+            );
+        } else {
+            println!(
+                "batches ran {drift:.2}x their profiled time on average ({})",
+                profile.display()
+            );
+        }
+    }
     if let Some(r) = &sample {
         println!(
             "pipeline found {} objects in the first frame{}",
@@ -394,7 +436,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     let mut sim_json = serde_json::Value::Null;
-    if let Some((fps, open, by_frame)) = &open {
+    if let Some((fps, open, by_frame, open_drift)) = &open {
         let measured = open.summary();
         match &trace {
             Some(trace) => {
@@ -419,6 +461,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     predicted,
                     measured.mean / predicted
                 );
+                if let Some(d) = open_drift {
+                    println!(
+                        "(the open loop's batches ran {d:.2}x their profiled time on average: the part of the gap that is the engines' speed, not the schedule)"
+                    );
+                }
                 if root_items > 1 {
                     println!(
                         "(the detector ran {root_items} items per frame, one per pyramid scale; the simulator runs as many)"
@@ -427,7 +474,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
                     "crop_ms": host.crop_ms, "frame_prep_ms": host.frame_prep_ms,
-                    "batch_overhead_ms": host.batch_overhead_ms, "scheduler": sim_name});
+                    "batch_overhead_ms": host.batch_overhead_ms, "scheduler": sim_name,
+                    "open_loop_exec_vs_profile": open_drift});
             }
             None => println!(
                 "\nopen loop at {fps:.2} fps: measured mean frame delay {:.1} ms (p99 {:.1}); \
@@ -751,6 +799,27 @@ async fn drive(
     };
     (figures, by_frame, sample)
 }
+
+/// Mean measured / profiled batch time between two scrapes, over every
+/// model and processor (`None` when no batch ran).
+fn exec_vs_profile(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for k in after.keys() {
+        if let Some(labels) = k.strip_prefix("camdnn_batch_exec_vs_profile_ratio_sum") {
+            sum += delta(before, after, k);
+            n += delta(
+                before,
+                after,
+                &format!("camdnn_batch_exec_vs_profile_ratio_count{labels}"),
+            );
+        }
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
+/// Mean exec/profile ratios inside this range count as the profile's host
+/// speed (run-to-run noise on this host is about 10%).
+const DRIFT_OK: (f64, f64) = (0.85, 1.18);
 
 /// The requests each model ran per frame between two scrapes of the
 /// pipeline's metrics, as a one-scene trace of `frames` frames, and the

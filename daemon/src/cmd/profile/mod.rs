@@ -61,14 +61,21 @@ pub struct Args {
 
 /// Runs the measurements and writes the file.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let cfg = DaemonConfig::load(&args.config)?;
+    measure_and_write(&cfg, args)
+}
+
+/// Measures `cfg`'s processors and models and writes the profile to
+/// `args.out` (`camdnnd profile`, and `camdnnd bench --profile-now`, which
+/// plans and simulates with a profile of the same hour as its runs).
+pub fn measure_and_write(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<()> {
     if args.runs == 0 || args.loads == 0 {
         bail!("--runs and --loads must be at least 1");
     }
-    let cfg = DaemonConfig::load(&args.config)?;
     cfg.pipeline
         .check()
         .with_context(|| format!("in config {}", args.config.display()))?;
-    let text = profile(&cfg, args)?;
+    let text = profile(cfg, args)?;
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
