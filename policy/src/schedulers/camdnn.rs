@@ -121,20 +121,11 @@ pub fn stay_plan(system: &System, input: &PlanInput) -> Option<Plan> {
 pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> Plan {
     let mut out = plan.clone();
     for j in system.proc_ids() {
-        let p = &system.processors[j.0];
         for i in system.model_ids() {
-            if out.resident(i, j) || !input.was_resident(system, i, j) {
-                continue;
-            }
-            let mb: f64 = system
-                .model_ids()
-                .filter(|&m| out.resident(m, j))
-                .map(|m| system.size_mb(m, j))
-                .sum();
-            let fits = out.resident_count(j) < p.max_resident
-                && p.memory_budget_mb
-                    .is_none_or(|b| mb + system.size_mb(i, j) <= b + 1e-9);
-            if fits {
+            if !out.resident(i, j)
+                && input.was_resident(system, i, j)
+                && super::fits_beside(system, &out, i, j)
+            {
                 out.set_resident(i, j, true);
             }
         }

@@ -130,34 +130,43 @@ pub fn start_plan(system: &System, planner: impl FnOnce(&PlanInput) -> Plan) -> 
 /// `plan` with every free slot filled, since start-up loads are free: on
 /// each processor that hosts no detector (the detector's unit is kept for
 /// it, as in the paper's initial allocation), the classifiers it runs
-/// fastest are added while N_j and the memory budget allow.
+/// fastest are added while N_j and the memory budget allow, then, in a slot
+/// still free, a replica of the detector. A detector with several items per
+/// frame (an image pyramid) can then spread them over both units instead of
+/// queueing them all on one while the other idles.
 pub fn fill_free_slots(system: &System, plan: &Plan) -> Plan {
     let mut out = plan.clone();
     for j in system.proc_ids() {
         if system.roots().any(|r| out.resident(r, j)) {
             continue;
         }
-        let p = &system.processors[j.0];
         let mut candidates: Vec<ModelId> = system
             .request_models()
             .filter(|&i| system.supports(i, j) && !out.resident(i, j))
             .collect();
         candidates.sort_by(|&a, &b| system.exec_ms(a, j, 1).total_cmp(&system.exec_ms(b, j, 1)));
+        candidates.extend(system.roots().filter(|&r| system.supports(r, j)));
         for i in candidates {
-            let mb: f64 = system
-                .model_ids()
-                .filter(|&m| out.resident(m, j))
-                .map(|m| system.size_mb(m, j))
-                .sum();
-            if out.resident_count(j) < p.max_resident
-                && p.memory_budget_mb
-                    .is_none_or(|b| mb + system.size_mb(i, j) <= b + 1e-9)
-            {
+            if fits_beside(system, &out, i, j) {
                 out.set_resident(i, j, true);
             }
         }
     }
     out
+}
+
+/// Whether model i fits on processor j beside `plan`'s residents (N_j and
+/// the memory budget).
+pub(crate) fn fits_beside(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
+    let p = &system.processors[j.0];
+    let mb: f64 = system
+        .model_ids()
+        .filter(|&m| plan.resident(m, j))
+        .map(|m| system.size_mb(m, j))
+        .sum();
+    plan.resident_count(j) < p.max_resident
+        && p.memory_budget_mb
+            .is_none_or(|b| mb + system.size_mb(i, j) <= b + 1e-9)
 }
 
 /// The best preferred batch size among processors where i is resident (all
