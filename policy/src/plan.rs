@@ -487,7 +487,9 @@ fn unplace(system: &System, plan: &mut Plan, i: ModelId, j: ProcId) {
     }
 }
 
-fn fits(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
+/// Whether model i fits on processor j beside `plan`'s residents (N_j and
+/// the memory budget).
+pub(crate) fn fits(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
     let p = &system.processors[j.0];
     plan.resident_count(j) < p.max_resident
         && p.memory_budget_mb

@@ -124,7 +124,7 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
         for i in system.model_ids() {
             if !out.resident(i, j)
                 && input.was_resident(system, i, j)
-                && super::fits_beside(system, &out, i, j)
+                && crate::plan::fits(system, &out, i, j)
             {
                 out.set_resident(i, j, true);
             }

@@ -147,26 +147,12 @@ pub fn fill_free_slots(system: &System, plan: &Plan) -> Plan {
         candidates.sort_by(|&a, &b| system.exec_ms(a, j, 1).total_cmp(&system.exec_ms(b, j, 1)));
         candidates.extend(system.roots().filter(|&r| system.supports(r, j)));
         for i in candidates {
-            if fits_beside(system, &out, i, j) {
+            if crate::plan::fits(system, &out, i, j) {
                 out.set_resident(i, j, true);
             }
         }
     }
     out
-}
-
-/// Whether model i fits on processor j beside `plan`'s residents (N_j and
-/// the memory budget).
-pub(crate) fn fits_beside(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
-    let p = &system.processors[j.0];
-    let mb: f64 = system
-        .model_ids()
-        .filter(|&m| plan.resident(m, j))
-        .map(|m| system.size_mb(m, j))
-        .sum();
-    plan.resident_count(j) < p.max_resident
-        && p.memory_budget_mb
-            .is_none_or(|b| mb + system.size_mb(i, j) <= b + 1e-9)
 }
 
 /// The best preferred batch size among processors where i is resident (all

@@ -116,7 +116,7 @@ pub struct Args {
     #[arg(long, default_value = "target/bench-profile.toml")]
     pub profile_out: PathBuf,
     /// Timed runs per batch size of --profile-now (the median is used).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = super::profile::RUNS)]
     pub profile_runs: usize,
     /// Also print one JSON object with every figure.
     #[arg(long)]
@@ -163,8 +163,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             config: args.config.clone(),
             out: args.profile_out.clone(),
             runs: args.profile_runs,
-            warmup: 3,
-            loads: 5,
+            warmup: super::profile::WARMUP,
+            loads: super::profile::LOADS,
             image: args.image.clone(),
             isolated: false,
         };
@@ -547,12 +547,9 @@ fn internals(
             ));
         }
     }
-    for k in after.keys() {
-        if let Some(labels) = k.strip_prefix("camdnn_batch_exec_vs_profile_ratio_sum") {
-            let n = delta(&format!("camdnn_batch_exec_vs_profile_ratio_count{labels}"));
-            if n > 0.0 {
-                parts.push(format!("exec/profile {labels} {:.2}", delta(k) / n));
-            }
+    for (labels, sum, n) in exec_vs_profile_series(before, after) {
+        if n > 0.0 {
+            parts.push(format!("exec/profile {labels} {:.2}", sum / n));
         }
     }
     for k in after.keys() {
@@ -803,22 +800,31 @@ async fn drive(
 /// Mean measured / profiled batch time between two scrapes, over every
 /// model and processor (`None` when no batch ran).
 fn exec_vs_profile(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0.0);
-    for k in after.keys() {
-        if let Some(labels) = k.strip_prefix("camdnn_batch_exec_vs_profile_ratio_sum") {
-            sum += delta(before, after, k);
-            n += delta(
-                before,
-                after,
-                &format!("camdnn_batch_exec_vs_profile_ratio_count{labels}"),
-            );
-        }
-    }
+    let (sum, n) = exec_vs_profile_series(before, after)
+        .fold((0.0, 0.0), |(s, c), (_, sum, n)| (s + sum, c + n));
     (n > 0.0).then(|| sum / n)
 }
 
+/// Per (model, processor) labels: how much the sum and the count of
+/// `camdnn_batch_exec_vs_profile_ratio` grew between two scrapes.
+fn exec_vs_profile_series<'a>(
+    before: &'a BTreeMap<String, f64>,
+    after: &'a BTreeMap<String, f64>,
+) -> impl Iterator<Item = (&'a str, f64, f64)> + 'a {
+    after.keys().filter_map(move |k| {
+        let labels = k.strip_prefix("camdnn_batch_exec_vs_profile_ratio_sum")?;
+        let count = format!("camdnn_batch_exec_vs_profile_ratio_count{labels}");
+        Some((
+            labels,
+            delta(before, after, k),
+            delta(before, after, &count),
+        ))
+    })
+}
+
 /// Mean exec/profile ratios inside this range count as the profile's host
-/// speed (run-to-run noise on this host is about 10%).
+/// speed: two hot runs of one model minutes apart differed by up to about
+/// 15% on this host.
 const DRIFT_OK: (f64, f64) = (0.85, 1.18);
 
 /// The requests each model ran per frame between two scrapes of the

@@ -29,6 +29,13 @@ use crate::pipeline::config::ModelEntry;
 /// negligible cost on every processor (the policy crate needs a positive time).
 pub const UPSTREAM_MS: f64 = 0.001;
 
+/// Timed runs per batch size, by default.
+pub const RUNS: usize = 30;
+/// Untimed warm-up runs per batch size, by default.
+pub const WARMUP: usize = 3;
+/// Timed loads per model and processor, by default.
+pub const LOADS: usize = 5;
+
 /// Options of `camdnnd profile`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -39,13 +46,13 @@ pub struct Args {
     #[arg(long)]
     pub out: PathBuf,
     /// Timed runs per batch size (the median is written).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = RUNS)]
     pub runs: usize,
     /// Untimed warm-up runs per batch size before the timed ones.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = WARMUP)]
     pub warmup: usize,
     /// Timed loads per model and processor (the median is written).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = LOADS)]
     pub loads: usize,
     /// A frame (binary .ppm or .jpg) the models' inputs are cut from as the
     /// pipeline prepares them: some models run slower on real pixels than
