@@ -8,7 +8,10 @@ use std::time::Instant;
 use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
-use camdnn_protocol::{BBox, ClassRef, Frame, OutputValue, PixelFormat, UpstreamDetection};
+use camdnn_engine::SimFaults;
+use camdnn_protocol::{
+    BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,
+};
 use tokio::sync::oneshot;
 
 fn config() -> DaemonConfig {
@@ -152,4 +155,68 @@ fn shutdown_answers_every_frame_in_flight() {
         let o = rx.blocking_recv().expect("every frame is answered");
         assert!(matches!(o, Outcome::Done(_) | Outcome::Dropped(_)), "{o:?}");
     }
+}
+
+/// Names of this process's threads now.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task (Linux)")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect()
+}
+
+/// Issue 14: the last reference to a replaced pipeline was dropped inside a
+/// tokio task, which joined worker threads that unload every model. Now a
+/// drop returns at once, even inside the runtime with a worker stuck in a
+/// long run: the frame is answered and the joins happen on the
+/// `camdnn-teardown` thread, which is still waiting for that worker.
+#[test]
+fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
+    let mut cfg = config();
+    for m in &mut cfg.pipeline.models {
+        // Run 1 is the start-up warm-up where the model is resident at start;
+        // the second run of a model on a processor hangs for 5 s.
+        m.sim_faults = Some(SimFaults {
+            stall_on_runs: vec![2],
+            stall_ms: 5000,
+            ..SimFaults::default()
+        });
+    }
+    let built = pipeline::start(&cfg).unwrap();
+    let objects = [("person", 0.9), ("car", 0.8), ("bicycle", 0.7)];
+    let rxs: Vec<_> = (0..3)
+        .map(|s| submit(&built.pipeline, frame(s, &objects)))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async move { drop(built) });
+    assert!(
+        thread_names().iter().any(|n| n == "camdnn-teardown"),
+        "the drop returned while the teardown still waits for the stuck worker: {:?}",
+        thread_names()
+    );
+    let outcomes: Vec<Outcome> = rxs
+        .into_iter()
+        .map(|rx| rx.blocking_recv().expect("answered"))
+        .collect();
+    assert!(
+        outcomes.contains(&Outcome::Dropped(DropReason::ShuttingDown)),
+        "a frame waiting for the stuck run is answered: {outcomes:?}"
+    );
+}
+
+/// Issue 14: readiness was set once and never cleared, so a pipeline whose
+/// scheduler thread had ended still reported ready (and fed the watchdog).
+#[test]
+fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
+    let built = pipeline::start(&config()).unwrap();
+    assert!(built.is_ready() && built.is_alive());
+    built.pipeline.shutdown();
+    assert!(!built.is_ready());
+    assert!(!built.is_alive(), "the watchdog is no longer fed");
+    let reason = built.not_ready_reason().expect("a reason");
+    assert!(reason.contains("scheduler thread has ended"), "{reason}");
 }

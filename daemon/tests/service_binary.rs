@@ -63,15 +63,23 @@ fn config_text(socket: &Path, metrics: &str, wait_ms: f64) -> String {
 
 impl Daemon {
     fn start() -> Daemon {
+        Daemon::start_with("camdnnd.sock", |socket, metrics| {
+            config_text(socket, metrics, 5.0)
+        })
+    }
+
+    /// Starts on the config `text(socket, metrics address)` with the socket
+    /// at `socket` inside a fresh temporary folder.
+    fn start_with(socket: &str, text: impl Fn(&Path, &str) -> String) -> Daemon {
         let dir = tempfile::tempdir().expect("temp dir");
-        let socket = dir.path().join("camdnnd.sock");
+        let socket = dir.path().join(socket);
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
             .port();
         let metrics = format!("127.0.0.1:{port}");
         let config = dir.path().join("camdnnd.toml");
-        std::fs::write(&config, config_text(&socket, &metrics, 5.0)).expect("write config");
+        std::fs::write(&config, text(&socket, &metrics)).expect("write config");
         let log = std::fs::File::create(dir.path().join("log")).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
             .args(["serve", "--config"])
@@ -596,4 +604,146 @@ fn tally_lines(lines: &[serde_json::Value], tally: &mut Tally, ok_objects: impl 
             other => panic!("unexpected line type {other:?}: {v}"),
         }
     }
+}
+
+/// How often `needle` occurs in `hay`.
+fn occurrences(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// Issue 14: the "needs restart" warnings compared with the last config
+/// read (a second reload of the same change said nothing, although the
+/// change was still not in effect) and were printed for reloads that failed.
+#[test]
+fn restart_warnings_compare_with_the_running_config_and_follow_applied_reloads_only() {
+    let d = Daemon::start();
+    let warning = "[server] window changed: takes effect at the next restart";
+    let good = std::fs::read_to_string(&d.config).expect("config");
+    let wider = good.replacen("[server]\n", "[server]\nwindow = 8\n", 1);
+    assert_ne!(wider, good);
+    // Parses, but its pipeline cannot be built (no such scheduler).
+    let broken = wider.replacen(
+        "[pipeline]\n",
+        "[pipeline]\nscheduler = \"no-such-scheduler\"\n",
+        1,
+    );
+    std::fs::write(&d.config, &broken).expect("write");
+    d.signal(libc::SIGHUP);
+    wait_for(&d, || {
+        d.metric("camdnn_config_reloads_total{result=\"error\"}") == 1.0
+    });
+    assert_eq!(occurrences(&d.log(), warning), 0, "{}", d.log());
+
+    std::fs::write(&d.config, &wider).expect("write");
+    for applied in 1..=2 {
+        d.signal(libc::SIGHUP);
+        wait_for(&d, || {
+            d.metric("camdnn_config_reloads_total{result=\"ok\"}") == f64::from(applied)
+        });
+        assert_eq!(
+            occurrences(&d.log(), warning),
+            applied as usize,
+            "the running window is still 4 at reload {applied}:\n{}",
+            d.log()
+        );
+    }
+}
+
+/// The sum of every sample of the family `name` (any labels).
+fn metric_sum(d: &Daemon, name: &str) -> f64 {
+    let (_, body) = d.get("/metrics").expect("metrics");
+    body.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Issue 14, chaos: under steady load from two clients, an engine panics
+/// (its worker restarts and reloads its models), the reload of the model
+/// that panicked fails five times (the pair is out of service with
+/// backed-off retries and /health/ready says why), a SIGHUP changes the
+/// models, and the socket's folder did not exist at start. Every frame is
+/// answered and counted, and the daemon is ready again.
+#[test]
+fn chaos_every_frame_is_answered_and_counted_and_the_daemon_recovers() {
+    let faults = "sim_faults = { panic_on_runs = [30], fail_loads = [2, 3, 4, 5, 6] }";
+    let d = Daemon::start_with("missing/run/camdnnd.sock", |socket, metrics| {
+        config_text(socket, metrics, 5.0).replacen(
+            "name = \"inception_v1\"\n",
+            &format!("name = \"inception_v1\"\n{faults}\n"),
+            1,
+        )
+    });
+    assert!(
+        std::fs::read_to_string(&d.config)
+            .unwrap()
+            .contains("sim_faults"),
+        "the faults are in the config"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..2u32)
+        .map(|stream| {
+            let (socket, stop) = (d.socket.clone(), std::sync::Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut c = Client::connect(&socket, "chaos").expect("connect");
+                let mut sent = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    c.send_frame(&frame(stream, sent)).expect("send");
+                    sent += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                (sent, c.bye().expect("bye"))
+            })
+        })
+        .collect();
+
+    // The panic, then the model out of service with a reason.
+    wait_for(&d, || metric_sum(&d, "camdnn_engine_panics_total") >= 1.0);
+    wait_for(&d, || {
+        d.get("/health/ready")
+            .is_some_and(|(s, body)| s == 503 && body.contains("out of service"))
+    });
+    // Recovery: the sixth retry loads it; ready again.
+    wait_for(&d, || {
+        metric_sum(&d, "camdnn_model_load_failures_total") >= 5.0
+            && metric_sum(&d, "camdnn_model_unavailable") == 0.0
+            && d.get("/health/ready").is_some_and(|(s, _)| s == 200)
+    });
+    // A reload that changes the models (no faults, five classes per classifier).
+    let text = std::fs::read_to_string(&d.config).expect("config");
+    let changed = text
+        .replace(&format!("{faults}\n"), "")
+        .replace("kind = \"topk\", k = 3", "kind = \"topk\", k = 5");
+    assert_ne!(changed, text);
+    std::fs::write(&d.config, changed).expect("write");
+    d.signal(libc::SIGHUP);
+    wait_for(&d, || {
+        d.metric("camdnn_config_reloads_total{result=\"ok\"}") == 1.0
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+
+    let mut tally = Tally::default();
+    let mut sent = 0;
+    for c in clients {
+        let (n, answers) = c.join().expect("client");
+        assert_eq!(answers.len() as u64, n, "one answer per frame");
+        for m in &answers {
+            tally.add(m);
+        }
+        sent += n;
+    }
+    assert!(tally.results > 0, "{tally:?}");
+    assert_counters(&d, sent, &tally);
+    assert_eq!(
+        d.get("/health/ready").map(|x| x.0),
+        Some(200),
+        "ready again"
+    );
+    let log = d.log();
+    assert!(log.contains("engine panicked"), "{log}");
+    assert!(log.contains("model load failed; retrying later"), "{log}");
 }

@@ -84,10 +84,35 @@ pub enum EngineError {
         /// Model name.
         model: String,
     },
+    /// The engine panicked while loading or running a model. After a panic
+    /// while running, the worker restarted: it dropped every model it held
+    /// (the engine's state is not trusted after a panic) and serves on.
+    #[error("processor `{processor}`: the {engine} engine panicked while {stage} model `{model}`{}", restart_note(.restarted))]
+    Panicked {
+        /// Processor name.
+        processor: String,
+        /// Model name.
+        model: String,
+        /// Engine name.
+        engine: &'static str,
+        /// What it was doing ("loading", "running").
+        stage: &'static str,
+        /// True when the worker dropped every resident model.
+        restarted: bool,
+    },
     /// The worker thread is gone (shut down or panicked) and cannot take commands.
     #[error("processor `{processor}`: worker thread is not running")]
     WorkerGone {
         /// Processor name.
         processor: String,
     },
+}
+
+/// The tail of [`EngineError::Panicked`]'s message.
+fn restart_note(restarted: &bool) -> &'static str {
+    if *restarted {
+        "; the worker dropped its models and restarted"
+    } else {
+        ""
+    }
 }

@@ -24,7 +24,7 @@ pub use engine::{Engine, LoadedModel};
 pub use error::EngineError;
 pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
 pub use ort_engine::{dev_ort_library, OrtEngine};
-pub use sim::{SimEngine, SimModelSpec};
+pub use sim::{SimEngine, SimFaults, SimModelSpec};
 pub use tensor::{DType, Tensor, TensorData};
 pub use tract_engine::TractEngine;
 pub use worker::{Command, LoadReport, Reply, RunReport, Worker, WorkerHandle};

@@ -2,9 +2,19 @@
 //! sleeps for the model's t_l, running a batch of k sleeps for t_e(k) and returns zero
 //! tensors of the model's output shapes. Timings and shapes are handed in per model;
 //! the model file is never read.
+//!
+//! **Test-only fault injection** ([`SimFaults`], [`SimEngine::with_faults`]):
+//! chosen loads of a model fail, chosen runs panic inside the engine, runs
+//! stall. It exists so the daemon's recovery paths (load retry with backoff,
+//! worker restart after an engine panic) can be exercised end to end; a
+//! production config never sets it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde::Deserialize;
 
 use crate::engine::expect_kind;
 use crate::model::batch_mode_of;
@@ -29,16 +39,61 @@ pub struct SimModelSpec {
     pub exec_time: Vec<Duration>,
 }
 
+/// Faults the sim engine injects into one model (test-only; see the module docs).
+/// Loads and runs are counted from 1 per engine (that is, per processor).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimFaults {
+    /// Only on this processor (`None`: every sim processor running the model).
+    #[serde(default)]
+    pub processor: Option<String>,
+    /// These loads fail with an engine error.
+    #[serde(default)]
+    pub fail_loads: Vec<u64>,
+    /// These runs panic inside the engine.
+    #[serde(default)]
+    pub panic_on_runs: Vec<u64>,
+    /// The runs listed in `stall_on_runs` (every run when it is empty) take
+    /// this much longer, ms (a hung or slow engine).
+    #[serde(default)]
+    pub stall_ms: u64,
+    /// Which runs stall (see `stall_ms`).
+    #[serde(default)]
+    pub stall_on_runs: Vec<u64>,
+}
+
+/// A model's faults and its load / run counters.
+#[derive(Debug, Default)]
+struct FaultState {
+    faults: SimFaults,
+    loads: AtomicU64,
+    runs: AtomicU64,
+}
+
 /// The sim engine: a table of [`SimModelSpec`] by model name.
 #[derive(Debug, Clone, Default)]
 pub struct SimEngine {
     models: HashMap<String, SimModelSpec>,
+    faults: HashMap<String, Arc<FaultState>>,
 }
 
 impl SimEngine {
     /// A sim engine that knows the given models (by model name).
     pub fn new(models: HashMap<String, SimModelSpec>) -> SimEngine {
-        SimEngine { models }
+        SimEngine {
+            models,
+            faults: HashMap::new(),
+        }
+    }
+
+    /// Injects `faults` into `model` (test-only: see the module docs).
+    pub fn with_faults(mut self, model: impl Into<String>, faults: SimFaults) -> SimEngine {
+        let state = FaultState {
+            faults,
+            ..FaultState::default()
+        };
+        self.faults.insert(model.into(), Arc::new(state));
+        self
     }
 
     /// Adds or replaces one model.
@@ -94,6 +149,18 @@ impl Engine for SimEngine {
             }
         }
         let batch = batch_mode_of(&model.name, &spec.inputs)?;
+        let faults = self.faults.get(&model.name).cloned();
+        if let Some(f) = &faults {
+            let n = f.loads.fetch_add(1, Ordering::Relaxed) + 1;
+            if f.faults.fail_loads.contains(&n) {
+                return Err(EngineError::Backend {
+                    model: model.name.clone(),
+                    engine: "sim",
+                    stage: "loading".into(),
+                    reason: format!("injected fault: load {n} fails (sim fault injection)"),
+                });
+            }
+        }
         let start = Instant::now();
         std::thread::sleep(spec.load_time);
         let info = ModelInfo {
@@ -108,6 +175,7 @@ impl Engine for SimEngine {
         Ok(Box::new(SimModel {
             info,
             exec_time: spec.exec_time.clone(),
+            faults,
         }))
     }
 }
@@ -116,6 +184,7 @@ impl Engine for SimEngine {
 struct SimModel {
     info: ModelInfo,
     exec_time: Vec<Duration>,
+    faults: Option<Arc<FaultState>>,
 }
 
 impl LoadedModel for SimModel {
@@ -124,7 +193,23 @@ impl LoadedModel for SimModel {
     }
 
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, EngineError> {
-        let SimModel { info, exec_time } = self;
+        let SimModel {
+            info,
+            exec_time,
+            faults,
+        } = self;
+        if let Some(f) = faults {
+            let n = f.runs.fetch_add(1, Ordering::Relaxed) + 1;
+            if f.faults.stall_on_runs.is_empty() || f.faults.stall_on_runs.contains(&n) {
+                std::thread::sleep(Duration::from_millis(f.faults.stall_ms));
+            }
+            if f.faults.panic_on_runs.contains(&n) {
+                panic!(
+                    "injected fault: run {n} of model `{}` panics (sim fault injection)",
+                    info.name
+                );
+            }
+        }
         info.run_batched(inputs, |chunk| {
             let k = chunk.first().and_then(|t| t.batch()).unwrap_or(1);
             let t = exec_time.get(k - 1).ok_or_else(|| EngineError::BadInput {

@@ -3,9 +3,17 @@
 //! between two loads / unloads go highest priority first (FIFO within a priority), so
 //! a frame's priority reaches the processor; loads and unloads are barriers that keep
 //! their place. The daemon's async runtime never runs inference; it sends commands.
+//!
+//! An engine that panics while running a batch restarts the worker: every resident
+//! model is dropped (the engine's state is not trusted after a panic), the batch is
+//! answered [`EngineError::Panicked`] and the worker serves on, empty; runs queued
+//! behind it are answered `NotLoaded` until the owner loads again. A panic while
+//! loading drops only that load. [`WorkerHandle::is_alive`] turns false once the
+//! thread has ended, however it ended.
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -131,12 +139,18 @@ pub enum Command {
 pub struct WorkerHandle {
     processor: String,
     tx: mpsc::Sender<Command>,
+    alive: Arc<AtomicBool>,
 }
 
 impl WorkerHandle {
     /// Processor name.
     pub fn processor(&self) -> &str {
         &self.processor
+    }
+
+    /// True while the worker thread runs (false once it ended, by shutdown or panic).
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
     }
 
     /// Queues a command; fails only when the worker thread has ended.
@@ -235,12 +249,25 @@ impl Worker {
     /// ready. Fails if the engine cannot serve the processor or the core does not exist.
     pub fn spawn(proc: ProcessorConfig, engine: Arc<dyn Engine>) -> Result<Worker, EngineError> {
         engine.check_processor(&proc)?;
+        // Unbounded on purpose: the owner bounds what it queues (the daemon's
+        // admission limit bounds frames, hence batches, in flight); a bounded
+        // queue here would block the scheduler thread on a slow processor.
         let (tx, rx) = mpsc::channel::<Command>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), EngineError>>(1);
         let name = proc.name.clone();
+        let alive = Arc::new(AtomicBool::new(true));
+        let alive_in_thread = Arc::clone(&alive);
         let join = std::thread::Builder::new()
             .name(format!("camdnn-{name}"))
             .spawn(move || {
+                // Cleared when the thread ends, by return or by unwinding.
+                struct Alive(Arc<AtomicBool>);
+                impl Drop for Alive {
+                    fn drop(&mut self) {
+                        self.0.store(false, Ordering::Release);
+                    }
+                }
+                let _alive = Alive(alive_in_thread);
                 if let Some(core) = proc.core {
                     if let Err(e) = pin(&proc.name, core) {
                         let _ = ready_tx.send(Err(e));
@@ -267,6 +294,7 @@ impl Worker {
             handle: WorkerHandle {
                 processor: name,
                 tx,
+                alive,
             },
             join: Some(join),
         })
@@ -314,12 +342,13 @@ fn pin(processor: &str, core: usize) -> Result<(), EngineError> {
     }
 }
 
-fn panicked(proc: &ProcessorConfig, model: &str, stage: &str) -> EngineError {
-    EngineError::Backend {
+fn panicked(proc: &ProcessorConfig, model: &str, stage: &'static str) -> EngineError {
+    EngineError::Panicked {
+        processor: proc.name.clone(),
         model: model.to_string(),
         engine: proc.engine.as_str(),
-        stage: stage.to_string(),
-        reason: "the engine panicked (the model was dropped)".into(),
+        stage,
+        restarted: stage == "running",
     }
 }
 
@@ -415,7 +444,8 @@ fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command
                         finished,
                     }),
                     Err(_) => {
-                        models.remove(&model);
+                        // Restart: nothing the engine holds is trusted any more.
+                        models.clear();
                         Err(panicked(proc, &model, "running"))
                     }
                 };

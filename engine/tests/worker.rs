@@ -8,11 +8,16 @@ use std::time::Duration;
 
 use camdnn_engine::{
     BatchMode, Command, DType, Dim, EngineError, EngineKind, ModelSource, OrtProvider,
-    ProcessorConfig, Reply, SimEngine, SimModelSpec, Tensor, TensorInfo, TractEngine, Worker,
+    ProcessorConfig, Reply, SimEngine, SimFaults, SimModelSpec, Tensor, TensorInfo, TractEngine,
+    Worker,
 };
 
 fn sim_engine() -> Arc<SimEngine> {
-    let spec = SimModelSpec {
+    Arc::new(SimEngine::default().with_model("m", sim_spec()))
+}
+
+fn sim_spec() -> SimModelSpec {
+    SimModelSpec {
         inputs: vec![TensorInfo {
             name: "x".into(),
             dtype: DType::F32,
@@ -25,8 +30,53 @@ fn sim_engine() -> Arc<SimEngine> {
         }],
         load_time: Duration::from_millis(2),
         exec_time: vec![Duration::from_millis(1); 8],
+    }
+}
+
+/// Issue 14: an engine that panicked left the worker answering NotLoaded
+/// while its owner believed the model resident, with no sign of the panic.
+/// Now the panic is reported as such, the worker restarts empty (every model
+/// dropped) and serves on, and injected load failures are plain errors.
+#[test]
+fn an_engine_panic_restarts_the_worker_empty_and_it_serves_on() {
+    let faults = SimFaults {
+        panic_on_runs: vec![2],
+        fail_loads: vec![2],
+        ..SimFaults::default()
     };
-    Arc::new(SimEngine::default().with_model("m", spec))
+    let engine = SimEngine::default()
+        .with_model("m", sim_spec())
+        .with_model("other", sim_spec())
+        .with_faults("m", faults);
+    let worker =
+        Worker::spawn(ProcessorConfig::new("p", EngineKind::Sim), Arc::new(engine)).unwrap();
+    let h = worker.handle();
+    let x = || vec![Tensor::zeros("x", DType::F32, vec![1, 4])];
+    h.load_blocking(ModelSource::new("m", "unused")).unwrap();
+    h.load_blocking(ModelSource::new("other", "unused"))
+        .unwrap();
+    h.run_blocking("m", x()).expect("run 1 is fine");
+    match h.run_blocking("m", x()).unwrap_err() {
+        EngineError::Panicked {
+            stage, restarted, ..
+        } => assert!(stage == "running" && restarted),
+        e => panic!("expected Panicked, got {e}"),
+    }
+    assert!(h.is_alive(), "the worker thread survived the panic");
+    let err = h.run_blocking("other", x()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::NotLoaded { .. }),
+        "every model was dropped: {err}"
+    );
+    let err = h
+        .load_blocking(ModelSource::new("m", "unused"))
+        .unwrap_err();
+    assert!(err.to_string().contains("injected fault: load 2"), "{err}");
+    h.load_blocking(ModelSource::new("m", "unused"))
+        .expect("load 3 is fine");
+    h.run_blocking("m", x()).expect("run 3 is fine");
+    worker.shutdown();
+    assert!(!h.is_alive(), "not alive once the thread ended");
 }
 
 #[test]

@@ -46,6 +46,9 @@ pub struct Cluster {
     resident_mb: Vec<f64>,
     pinned_count: Vec<usize>,
     pinned_mb: Vec<f64>,
+    /// Pairs whose last load failed (or whose engine panicked): never hosted
+    /// until [`Cluster::set_available`] (see `crate::retry`).
+    unavailable: Vec<bool>,
 }
 
 impl Cluster {
@@ -62,6 +65,7 @@ impl Cluster {
             resident_mb: vec![0.0; np],
             pinned_count: vec![0; np],
             pinned_mb: vec![0.0; np],
+            unavailable: vec![false; nm * np],
         }
     }
 
@@ -102,10 +106,10 @@ impl Cluster {
     }
 
     /// Whether model i can be made resident on p_j, evicting if needed;
-    /// detectors are pinned and never evicted.
+    /// detectors are pinned and never evicted; an unavailable pair never can.
     #[inline]
     pub fn can_host(&self, system: &System, i: ModelId, j: ProcId) -> bool {
-        if !system.supports(i, j) {
+        if !system.supports(i, j) || self.unavailable[i.0 * self.np + j.0] {
             return false;
         }
         if self.is_resident(i, j) {
@@ -162,17 +166,45 @@ impl Cluster {
                 }
             }
             for i in system.model_ids() {
-                if plan.resident(i, j) && !self.is_resident(i, j) && self.can_host(system, i, j) {
-                    self.make_room(system, i, j);
-                    self.set_resident(system, i, j, true);
-                    let start = now.max(self.busy_until[j.0]);
-                    self.busy_until[j.0] = start + system.load_ms(i, j);
-                    self.last_used[i.0 * self.np + j.0] = self.busy_until[j.0];
+                if plan.resident(i, j) && self.load(system, now, i, j) {
                     loads += 1;
                 }
             }
         }
         loads
+    }
+
+    /// Takes the pair out of service: it is no longer resident (its load
+    /// failed, or the engine lost it) and no scheduler may place or load it
+    /// there until [`Cluster::set_available`].
+    pub fn set_unavailable(&mut self, system: &System, i: ModelId, j: ProcId) {
+        self.set_resident(system, i, j, false);
+        self.unavailable[i.0 * self.np + j.0] = true;
+    }
+
+    /// Puts the pair back in service (e.g. to retry its load).
+    pub fn set_available(&mut self, i: ModelId, j: ProcId) {
+        self.unavailable[i.0 * self.np + j.0] = false;
+    }
+
+    /// False while the pair is out of service ([`Cluster::set_unavailable`]).
+    pub fn is_available(&self, i: ModelId, j: ProcId) -> bool {
+        !self.unavailable[i.0 * self.np + j.0]
+    }
+
+    /// Makes model i resident on p_j at `now` if it can be hosted there
+    /// (evicting as [`Cluster::run`] does; the processor is busy for t_l).
+    /// Returns whether a load was started.
+    pub fn load(&mut self, system: &System, now: f64, i: ModelId, j: ProcId) -> bool {
+        if self.is_resident(i, j) || !self.can_host(system, i, j) {
+            return false;
+        }
+        self.make_room(system, i, j);
+        self.set_resident(system, i, j, true);
+        let start = now.max(self.busy_until[j.0]);
+        self.busy_until[j.0] = start + system.load_ms(i, j);
+        self.last_used[i.0 * self.np + j.0] = self.busy_until[j.0];
+        true
     }
 
     /// Marks models resident without paying load time (start-up state).

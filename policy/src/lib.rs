@@ -6,6 +6,7 @@
 //! - [`spec`] / [`System`]: the board, the model graph and the profile, from TOML, validated;
 //! - [`rank`]: model priorities (upward + downward rank);
 //! - [`Cluster`]: rem_j and residency a(i,j), with loads and LRU eviction;
+//! - [`retry`]: pairs out of service after a failed load or engine panic, retried with backoff;
 //! - [`batcher`]: the sync-timer batcher; [`dispatch`]: Algorithm 1's host choice;
 //! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
@@ -24,6 +25,7 @@ pub mod heft_dag;
 pub mod mlp;
 pub mod plan;
 pub mod rank;
+pub mod retry;
 pub mod rng;
 pub mod schedulers;
 pub mod sim;

@@ -12,7 +12,6 @@ use signal_hook_tokio::Signals;
 
 use crate::config::DaemonConfig;
 use crate::pipeline::FrameProcessor;
-use crate::server::config::ServerConfig;
 use crate::server::listener::Listener;
 use crate::server::{http, logging, metrics, systemd, Server, ServerHandle};
 
@@ -94,7 +93,7 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
             ready_rx
                 .borrow()
                 .as_ref()
-                .is_some_and(ServerHandle::is_ready)
+                .map_or(Err("loading models".into()), ServerHandle::readiness)
         });
         http_task = Some(tokio::spawn(http::serve(listener, Some(recorder), ready)));
     }
@@ -110,7 +109,8 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     let signal_task = tokio::spawn(handle_signals(signals, path, cfg, build, handle.clone()));
     tokio::spawn(announce_ready(handle.clone()));
     if let Some(period) = systemd::watchdog_interval() {
-        tokio::spawn(systemd::watchdog(period));
+        let h = handle.clone();
+        tokio::spawn(systemd::watchdog(period, move || h.is_alive()));
     }
 
     server.run(socket).await;
@@ -125,7 +125,9 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
 }
 
 /// Tells systemd READY=1 once the pipeline reports ready, then keeps the
-/// STATUS line current.
+/// STATUS line, the `camdnn_ready` and `camdnn_scheduler_alive` gauges and
+/// the log current as readiness comes and goes (a failed load, a dead
+/// scheduler thread).
 async fn announce_ready(handle: ServerHandle) {
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     while !handle.is_ready() {
@@ -134,13 +136,32 @@ async fn announce_ready(handle: ServerHandle) {
     ::metrics::gauge!(metrics::READY).set(1.0);
     tracing::info!("ready");
     systemd::ready("serving");
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
-    loop {
+    let mut was_ready = true;
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    for n in 0u64.. {
         tick.tick().await;
-        let (pending, in_flight, conns) = handle.load();
-        systemd::status(&format!(
-            "serving: {conns} connections, {in_flight} frames in flight, {pending} waiting"
-        ));
+        if handle.is_draining() {
+            return;
+        }
+        let readiness = handle.readiness();
+        ::metrics::gauge!(metrics::READY).set(if readiness.is_ok() { 1.0 } else { 0.0 });
+        ::metrics::gauge!(metrics::SCHEDULER_ALIVE).set(if handle.is_alive() { 1.0 } else { 0.0 });
+        match (&readiness, was_ready) {
+            (Err(reason), true) => tracing::warn!(%reason, "not ready"),
+            (Ok(()), false) => tracing::info!("ready again"),
+            _ => {}
+        }
+        if readiness.is_ok() != was_ready || n % 10 == 0 {
+            let (pending, in_flight, conns) = handle.load();
+            let state = match &readiness {
+                Ok(()) => "serving".to_owned(),
+                Err(reason) => format!("degraded ({reason})"),
+            };
+            systemd::status(&format!(
+                "{state}: {conns} connections, {in_flight} frames in flight, {pending} waiting"
+            ));
+        }
+        was_ready = readiness.is_ok();
     }
 }
 
@@ -149,26 +170,32 @@ async fn announce_ready(handle: ServerHandle) {
 async fn handle_signals(
     mut signals: Signals,
     path: PathBuf,
-    current: DaemonConfig,
+    running: DaemonConfig,
     build: BuildFn,
     handle: ServerHandle,
 ) {
-    let current = Arc::new(tokio::sync::Mutex::new(current));
+    let running = Arc::new(tokio::sync::Mutex::new(running));
     let path = Arc::new(path);
     while let Some(sig) = signals.next().await {
         match sig {
             SIGHUP => {
-                let (current, path, handle) =
-                    (Arc::clone(&current), Arc::clone(&path), handle.clone());
+                let (running, path, handle) =
+                    (Arc::clone(&running), Arc::clone(&path), handle.clone());
                 tokio::spawn(async move {
-                    let mut current = current.lock().await;
+                    let mut running = running.lock().await;
                     if handle.is_draining() {
                         return;
                     }
                     systemd::reloading();
-                    match reload(&path, &current, build, &handle).await {
+                    match reload(&path, build, &handle).await {
                         Ok(new) => {
-                            *current = new;
+                            // Only now, with the reload applied: what it could not apply.
+                            for change in restart_only_changes(&running, &new) {
+                                tracing::warn!(
+                                    "{change} changed: takes effect at the next restart"
+                                );
+                            }
+                            *running = in_effect(&running, &new);
                             ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "ok")
                                 .increment(1);
                             tracing::info!(config = %path.display(), "config reloaded");
@@ -194,57 +221,115 @@ async fn handle_signals(
 }
 
 /// Validates the new config and builds its pipeline before switching to it;
-/// any failure leaves the running config untouched.
+/// any failure leaves the running config untouched. Returns the new config
+/// as read (see [`in_effect`] for what of it now runs).
 async fn reload(
     path: &Path,
-    current: &DaemonConfig,
     build: BuildFn,
     handle: &ServerHandle,
 ) -> anyhow::Result<DaemonConfig> {
     let new = load(path)?;
-    warn_restart_only(&current.server, &new.server);
-    if format!("{:?}", current.metrics) != format!("{:?}", new.metrics)
-        || format!("{:?}", current.log) != format!("{:?}", new.log)
-    {
-        tracing::warn!("[metrics] and [log] changes take effect at the next restart");
-    }
     let processor = build_blocking(build, new.clone()).await?;
     handle.replace_processor(processor);
     handle.apply_limits(&new.server);
     Ok(new)
 }
 
-fn warn_restart_only(old: &ServerConfig, new: &ServerConfig) {
-    let restart_only = [
-        ("socket", old.socket != new.socket),
-        ("socket_mode", old.socket_mode != new.socket_mode),
-        ("socket_group", old.socket_group != new.socket_group),
-        ("window", old.window != new.window),
+/// The config in effect after `new` was reloaded over `running`: the
+/// pipeline and the flow-control limits are `new`'s; everything read only at
+/// start (socket, connection settings, `[metrics]`, `[log]`) stays as it runs.
+fn in_effect(running: &DaemonConfig, new: &DaemonConfig) -> DaemonConfig {
+    let mut out = running.clone();
+    out.pipeline = new.pipeline.clone();
+    out.base_dir = new.base_dir.clone();
+    out.server.max_pending = new.server.max_pending;
+    out.server.stream_max_in_flight = new.server.stream_max_in_flight;
+    out
+}
+
+/// The settings `new` changes that a reload cannot apply, compared with the
+/// RUNNING config (not the last file read: a change a reload skipped is still
+/// pending at the next reload), as "[section] field".
+fn restart_only_changes(running: &DaemonConfig, new: &DaemonConfig) -> Vec<String> {
+    let effective = in_effect(running, new);
+    let (old, new_s) = (&effective.server, &new.server);
+    let mut changes: Vec<String> = [
+        ("socket", old.socket != new_s.socket),
+        ("socket_mode", old.socket_mode != new_s.socket_mode),
+        ("socket_group", old.socket_group != new_s.socket_group),
+        ("window", old.window != new_s.window),
         (
             "max_message_size",
-            old.max_message_size != new.max_message_size,
+            old.max_message_size != new_s.max_message_size,
         ),
         (
             "max_streams_per_connection",
-            old.max_streams_per_connection != new.max_streams_per_connection,
+            old.max_streams_per_connection != new_s.max_streams_per_connection,
         ),
         (
             "max_connections",
-            old.max_connections != new.max_connections,
+            old.max_connections != new_s.max_connections,
         ),
-        ("write_queue", old.write_queue != new.write_queue),
+        ("write_queue", old.write_queue != new_s.write_queue),
         (
             "default_priority",
-            old.default_priority != new.default_priority,
+            old.default_priority != new_s.default_priority,
         ),
         (
             "drain_timeout_ms",
-            old.drain_timeout_ms != new.drain_timeout_ms,
+            old.drain_timeout_ms != new_s.drain_timeout_ms,
         ),
-    ];
-    for (field, changed) in restart_only {
-        if changed {
-            tracing::warn!("[server] {field} changed: takes effect at the next restart");
-        }
+        ("server_name", old.server_name != new_s.server_name),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(field, _)| format!("[server] {field}"))
+    .collect();
+    // Any other [server] field this list does not know yet is restart-only too.
+    if changes.is_empty() && format!("{old:?}") != format!("{new_s:?}") {
+        changes.push("[server]".into());
+    }
+    if format!("{:?}", effective.metrics) != format!("{:?}", new.metrics) {
+        changes.push("[metrics]".into());
+    }
+    if format!("{:?}", effective.log) != format!("{:?}", new.log) {
+        changes.push("[log]".into());
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(socket: &str, window: u16, max_pending: usize) -> DaemonConfig {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/camdnnd-sim.toml"),
+        )
+        .expect("the shipped sim config");
+        let mut cfg: DaemonConfig = toml::from_str(&text).expect("parses");
+        cfg.server.socket = socket.into();
+        cfg.server.window = window;
+        cfg.server.max_pending = max_pending;
+        cfg
+    }
+
+    /// Issue 14: the warnings compared with the last file read, so a second
+    /// reload of the same file said nothing although the socket had not moved.
+    #[test]
+    fn restart_only_changes_are_measured_against_the_running_config() {
+        let started = config("/run/a.sock", 4, 64);
+        let file = config("/run/b.sock", 4, 128);
+        assert_eq!(restart_only_changes(&started, &file), ["[server] socket"]);
+        let running = in_effect(&started, &file);
+        assert_eq!(running.server.socket, started.server.socket);
+        assert_eq!(running.server.max_pending, 128, "reloadable limits apply");
+        assert_eq!(
+            restart_only_changes(&running, &file),
+            ["[server] socket"],
+            "still not in effect at the next reload"
+        );
+        let back = config("/run/a.sock", 8, 128);
+        assert_eq!(restart_only_changes(&running, &back), ["[server] window"]);
     }
 }

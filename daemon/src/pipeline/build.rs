@@ -48,6 +48,43 @@ impl super::FrameProcessor for Built {
     fn is_ready(&self) -> bool {
         self.pipeline.is_ready()
     }
+
+    fn not_ready_reason(&self) -> Option<String> {
+        self.pipeline.not_ready_reason()
+    }
+
+    fn is_alive(&self) -> bool {
+        self.pipeline.is_alive()
+    }
+
+    fn expected_work_ms(&self, frame: &camdnn_protocol::Frame) -> f64 {
+        self.pipeline.expected_work_ms(frame)
+    }
+}
+
+/// Dropping a pipeline never blocks the dropping thread (often an async
+/// task: the last reference to a pipeline a reload replaced goes with the
+/// last frame it answers): the scheduler thread is told to stop, and joining
+/// it and the workers, which unload every model, happens on a dedicated
+/// `camdnn-teardown` thread.
+impl Drop for Built {
+    fn drop(&mut self) {
+        let scheduler = self.pipeline.stop();
+        let workers = std::mem::take(&mut self.workers);
+        let teardown = move || {
+            if let Some(t) = scheduler {
+                let _ = t.join();
+            }
+            drop(workers);
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("camdnn-teardown".into())
+            .spawn(teardown)
+        {
+            // The closure (and with it the workers) was dropped here already.
+            tracing::warn!("no teardown thread ({e}); the old pipeline was torn down in place");
+        }
+    }
 }
 
 /// Validates the pipeline part of `cfg` without starting anything: the
@@ -257,7 +294,18 @@ fn sim_engine(system: &System, p: &PipelineConfig, j: usize) -> anyhow::Result<S
             },
         );
     }
-    Ok(SimEngine::new(specs))
+    let mut engine = SimEngine::new(specs);
+    for m in &p.models {
+        if let Some(f) = &m.sim_faults {
+            if f.processor
+                .as_ref()
+                .is_none_or(|n| *n == p.processors[j].name)
+            {
+                engine = engine.with_faults(m.name.clone(), f.clone());
+            }
+        }
+    }
+    Ok(engine)
 }
 
 /// The engine a processor entry names (the ONNX Runtime library is found as

@@ -151,6 +151,10 @@ pub struct ModelEntry {
     /// Output shapes the sim engine returns (per-item dims, batch excluded).
     #[serde(default)]
     pub sim_outputs: BTreeMap<String, Vec<usize>>,
+    /// TEST-ONLY fault injection on sim processors (failed loads, engine
+    /// panics, stalls) to exercise recovery; never set it in production.
+    #[serde(default)]
+    pub sim_faults: Option<camdnn_engine::SimFaults>,
 }
 
 /// Input preparation (the default, 0x0, is only valid for an upstream detector).

@@ -4,11 +4,13 @@
 
 mod build;
 pub mod config;
+pub mod health;
 pub mod models;
 mod onnx_meta;
 pub mod prep;
 pub mod runtime;
 pub mod scene;
+pub mod work;
 
 pub use build::{check, real_engine, scheduler, start, Built};
 
@@ -39,8 +41,27 @@ pub trait FrameProcessor: Send + Sync + 'static {
     /// new ones back (the admission limit).
     fn max_in_flight(&self) -> usize;
 
-    /// True once every model is loaded and warmed up.
+    /// True once every model is loaded and warmed up, and while the
+    /// pipeline can serve every model it needs.
     fn is_ready(&self) -> bool;
+
+    /// Why the processor is not ready (`None`: ready).
+    fn not_ready_reason(&self) -> Option<String> {
+        (!self.is_ready()).then(|| "the frame processor is not ready".into())
+    }
+
+    /// True while the processor's own control thread runs (feeds the systemd
+    /// watchdog).
+    fn is_alive(&self) -> bool {
+        true
+    }
+
+    /// The work `frame` is expected to cost the pipeline, in milliseconds of
+    /// processor time (from the profile), for fair admission
+    /// (`server::admission`); 1 per frame unless the processor knows better.
+    fn expected_work_ms(&self, _frame: &Frame) -> f64 {
+        1.0
+    }
 }
 
 /// Starts the pipeline of `cfg` for the server: engines, workers, start-up

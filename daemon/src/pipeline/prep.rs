@@ -100,6 +100,8 @@ impl PrepPool {
     /// Starts `n` threads that prepare inputs for `inputs` (by model id) and
     /// report to `events`.
     pub fn start(n: usize, inputs: Arc<Vec<InputPrep>>, events: mpsc::Sender<Event>) -> Self {
+        // Unbounded, bounded by the scheduler thread, its only sender: at most
+        // one job per admitted frame and per detector/crop step of it.
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let threads = (0..n.max(1))

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
+use camdnn_policy::retry::LoadRetries;
 use camdnn_policy::schedulers::Scheduler;
 use camdnn_policy::{idle_taker, Cluster, FinishMark, ModelId, ProcId, System};
 use camdnn_protocol::{
@@ -19,10 +20,13 @@ use camdnn_protocol::{
 use camdnn_vision::{BBox, RgbImage, Transform};
 use tokio::sync::oneshot;
 
+use super::health::{PipelineHealth, HEARTBEAT};
 use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::{CropSpec, Job, PrepPool, Prepared};
 use super::scene::SceneEstimator;
+use super::work::WorkEstimate;
 use super::{FrameProcessor, Outcome};
+use crate::server::metrics as names;
 
 /// Messages to the scheduler thread.
 pub enum Event {
@@ -44,6 +48,15 @@ pub enum Event {
         /// What the worker reported.
         result: Result<RunReport, EngineError>,
     },
+    /// A model load on a processor finished (`Err`: the engine's message).
+    LoadDone {
+        /// The model.
+        model: ModelId,
+        /// The processor.
+        proc: ProcId,
+        /// What the worker reported.
+        result: Result<(), String>,
+    },
     /// Stop: answer what is left and end the thread.
     Shutdown,
 }
@@ -54,6 +67,8 @@ pub struct Pipeline {
     max_in_flight: usize,
     ready: Arc<AtomicBool>,
     in_flight: Arc<AtomicUsize>,
+    work: Arc<WorkEstimate>,
+    health: Arc<PipelineHealth>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -73,29 +88,58 @@ impl FrameProcessor for Pipeline {
     }
 
     fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.not_ready_reason().is_none()
+    }
+
+    fn not_ready_reason(&self) -> Option<String> {
+        if !self.ready.load(Ordering::Acquire) {
+            return Some("the pipeline is starting".into());
+        }
+        self.health.ready(self.thread_ended()).err()
+    }
+
+    fn is_alive(&self) -> bool {
+        self.health.alive(self.thread_ended()).is_ok()
+    }
+
+    fn expected_work_ms(&self, frame: &Frame) -> f64 {
+        self.work.frame_ms(frame)
     }
 }
 
 impl Pipeline {
+    /// True once the scheduler thread has ended (shut down or panicked).
+    fn thread_ended(&self) -> bool {
+        self.thread
+            .lock()
+            .map_or(true, |t| t.as_ref().is_none_or(|t| t.is_finished()))
+    }
+
     /// Frames submitted and not yet answered.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
     }
 
     /// Answers every frame still in flight with a drop notice, stops the
-    /// workers and waits for the scheduler thread.
+    /// workers and waits for the scheduler thread (blocking: not for async code).
     pub fn shutdown(&self) {
-        let _ = self.tx.send(Event::Shutdown);
-        if let Some(t) = self.thread.lock().ok().and_then(|mut g| g.take()) {
+        if let Some(t) = self.stop() {
             let _ = t.join();
         }
     }
+
+    /// Tells the scheduler thread to answer what it holds, stop the workers
+    /// and end, without waiting; returns its handle to join (once).
+    pub fn stop(&self) -> Option<std::thread::JoinHandle<()>> {
+        let _ = self.tx.send(Event::Shutdown);
+        self.thread.lock().ok().and_then(|mut g| g.take())
+    }
 }
 
+/// Never blocks: the scheduler thread ends on its own after [`Pipeline::stop`].
 impl Drop for Pipeline {
     fn drop(&mut self) {
-        self.shutdown();
+        drop(self.stop());
     }
 }
 
@@ -128,6 +172,11 @@ pub struct Parts {
 
 /// Starts the scheduler thread and returns the pipeline handle.
 pub fn start(parts: Parts) -> Pipeline {
+    // Unbounded, bounded by what feeds it: the server admits at most
+    // `max_in_flight` frames, and each admitted frame brings a bounded number
+    // of events (one Submit, its preparation results, one BatchDone per batch
+    // of its requests and a LoadDone per load the scheduler starts); a
+    // bounded channel would let a worker thread block on the scheduler.
     let (tx, rx) = mpsc::channel();
     let ready = Arc::new(AtomicBool::new(true));
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -137,7 +186,18 @@ pub fn start(parts: Parts) -> Pipeline {
     let loaded = parts.cluster.residency().to_vec();
     debug_assert_eq!(loaded.len(), nm_np);
     let max_in_flight = parts.max_in_flight;
+    let upstream: Vec<bool> = parts
+        .models
+        .iter()
+        .map(|m| m.decoder.is_upstream())
+        .collect();
+    let work = Arc::new(WorkEstimate::new(&parts.system, &upstream));
+    let health = Arc::new(PipelineHealth::new());
     let mut actor = Actor {
+        health: Arc::clone(&health),
+        retries: LoadRetries::default(),
+        dead: vec![false; parts.workers.len()],
+        work: Arc::clone(&work),
         start: Instant::now(),
         batcher: SyncBatcher::new(parts.wait_ms),
         next_epoch: parts.epoch_ms,
@@ -173,6 +233,8 @@ pub fn start(parts: Parts) -> Pipeline {
         max_in_flight,
         ready,
         in_flight,
+        work,
+        health,
         thread: std::sync::Mutex::new(Some(thread)),
     }
 }
@@ -227,6 +289,14 @@ struct FrameState {
 
 struct Actor {
     start: Instant,
+    /// Per-frame work estimates admission reads; learns from detected frames.
+    work: Arc<WorkEstimate>,
+    /// Heartbeat and known problems, for readiness.
+    health: Arc<PipelineHealth>,
+    /// Pairs out of service (failed load, engine panic) and their retries.
+    retries: LoadRetries,
+    /// Per processor: its worker thread has ended (found at a heartbeat).
+    dead: Vec<bool>,
     system: System,
     models: Vec<ModelRuntime>,
     sources: Vec<ModelSource>,
@@ -264,17 +334,19 @@ impl Actor {
 
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
         loop {
+            self.health.beat();
             let now = self.now_ms();
             let wake = self
                 .batcher
                 .next_deadline()
                 .unwrap_or(f64::INFINITY)
                 .min(self.next_epoch)
-                .min(self.held_wake(now));
+                .min(self.held_wake(now))
+                .min(self.retries.next_due().unwrap_or(f64::INFINITY));
             let timeout = if wake.is_finite() {
-                Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3)
+                Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3).min(HEARTBEAT)
             } else {
-                Duration::from_secs(3600)
+                HEARTBEAT
             };
             match rx.recv_timeout(timeout) {
                 Ok(Event::Shutdown) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -291,6 +363,7 @@ impl Actor {
                 self.global_step(now);
                 self.next_epoch = now + self.epoch_ms;
             }
+            self.recover(now);
             if !self.held.is_empty() {
                 self.release_held();
             }
@@ -313,6 +386,11 @@ impl Actor {
             } => self.submit(frame, received, reply),
             Event::Prepared(p) => self.prepared(p),
             Event::BatchDone { batch, result } => self.batch_done(batch, result),
+            Event::LoadDone {
+                model,
+                proc,
+                result,
+            } => self.load_done(model, proc, result),
             Event::Shutdown => {}
         }
     }
@@ -700,20 +778,154 @@ impl Actor {
             if want {
                 metrics::counter!("camdnn_model_loads_total", "model" => model.clone(), "processor" => proc.clone()).increment(1);
                 let (m2, p2) = (model.clone(), proc.clone());
+                let tx = self.tx.clone();
                 let reply = Reply::new(move |r: Result<camdnn_engine::LoadReport, EngineError>| {
-                    match r {
-                    Ok(rep) => metrics::histogram!("camdnn_model_load_seconds", "model" => m2, "processor" => p2)
-                        .record(rep.finished.duration_since(rep.started).as_secs_f64()),
-                    Err(e) => tracing::error!(model = %m2, processor = %p2, error = %e, "model load failed"),
-                }
+                    if let Ok(rep) = &r {
+                        metrics::histogram!("camdnn_model_load_seconds", "model" => m2, "processor" => p2)
+                            .record(rep.finished.duration_since(rep.started).as_secs_f64());
+                    }
+                    let result = r.map(|_| ()).map_err(|e| e.to_string());
+                    let _ = tx.send(Event::LoadDone {
+                        model: i,
+                        proc: j,
+                        result,
+                    });
                 });
-                let _ = worker.load(self.sources[i.0].clone(), reply);
+                if let Err(e) = worker.load(self.sources[i.0].clone(), reply) {
+                    let _ = self.tx.send(Event::LoadDone {
+                        model: i,
+                        proc: j,
+                        result: Err(e.to_string()),
+                    });
+                }
             } else {
                 let _ = worker.unload(model, Reply::new(|_| {}));
             }
             metrics::gauge!("camdnn_resident_models", "processor" => proc)
                 .set(self.cluster.resident_count(j) as f64);
         }
+    }
+
+    /// A load finished: a failure takes the pair out of service until its
+    /// backed-off retry (`policy::retry`).
+    fn load_done(&mut self, i: ModelId, j: ProcId, result: Result<(), String>) {
+        let (model, proc) = (
+            self.system.models[i.0].name.clone(),
+            self.system.processors[j.0].name.clone(),
+        );
+        match result {
+            Ok(()) => {
+                self.retries.succeeded(i, j);
+                metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => model, "processor" => proc)
+                    .set(0.0);
+            }
+            Err(e) => {
+                let now = self.now_ms();
+                self.loaded[i.0 * self.system.num_processors() + j.0] = false;
+                let o = self
+                    .retries
+                    .failed(&self.system, &mut self.cluster, i, j, now);
+                tracing::error!(model = %model, processor = %proc, error = %e, failures = o.failures, retry_in_ms = o.retry_at_ms - now, "model load failed; retrying later");
+                metrics::counter!(names::MODEL_LOAD_FAILURES, "model" => model.clone(), "processor" => proc.clone()).increment(1);
+                metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => model, "processor" => proc)
+                    .set(1.0);
+            }
+        }
+        self.publish_health();
+    }
+
+    /// A batch failed with `e`: when the worker no longer holds the model
+    /// (an engine panic restarted it empty, or it says NotLoaded), the
+    /// scheduler stops believing it resident and the loads start again.
+    fn model_lost(&mut self, i: ModelId, j: ProcId, e: &EngineError) {
+        let np = self.system.num_processors();
+        match e {
+            EngineError::Panicked {
+                restarted: true, ..
+            } => {
+                let proc = self.system.processors[j.0].name.clone();
+                metrics::counter!(names::ENGINE_PANICS, "processor" => proc).increment(1);
+                for m in self.system.model_ids() {
+                    self.loaded[m.0 * np + j.0] = false;
+                }
+                // The model that panicked backs off; the others reload now.
+                let now = self.now_ms();
+                let o = self
+                    .retries
+                    .failed(&self.system, &mut self.cluster, i, j, now);
+                tracing::warn!(processor = %self.system.processors[j.0].name, failures = o.failures, "engine panicked: worker restarted; reloading its models");
+                metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone()).set(1.0);
+            }
+            EngineError::NotLoaded { .. } => self.loaded[i.0 * np + j.0] = false,
+            _ => return,
+        }
+        self.sync_residency(j);
+        self.publish_health();
+    }
+
+    /// Retries the loads that are due and notices worker threads that ended
+    /// (their batches are answered, their pairs leave service for good).
+    fn recover(&mut self, now: f64) {
+        let mut changed = false;
+        let due = self.retries.due(&self.system, &mut self.cluster, now);
+        for &(i, j) in &due {
+            metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone()).set(0.0);
+            self.sync_residency(j);
+            changed = true;
+        }
+        for j in self.system.proc_ids().collect::<Vec<_>>() {
+            if self.dead[j.0] || self.workers[j.0].is_alive() {
+                continue;
+            }
+            self.dead[j.0] = true;
+            changed = true;
+            tracing::error!(processor = %self.system.processors[j.0].name, "worker thread ended; its batches are answered as failed");
+            for i in self.system.model_ids().collect::<Vec<_>>() {
+                self.cluster.set_unavailable(&self.system, i, j);
+            }
+            let lost: Vec<u64> = self
+                .batches
+                .iter()
+                .filter(|(_, b)| b.proc == j)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in lost {
+                let gone = EngineError::WorkerGone {
+                    processor: self.system.processors[j.0].name.clone(),
+                };
+                self.batch_done(id, Err(gone));
+            }
+        }
+        if changed {
+            self.publish_health();
+        }
+    }
+
+    /// Tells readiness what is wrong now (nothing: ready).
+    fn publish_health(&self) {
+        let now = self.now_ms();
+        let mut problems: Vec<String> = self
+            .retries
+            .outages()
+            .map(|((i, j), o)| {
+                format!(
+                    "model {} on {}: out of service after {} failure(s), next load in {:.0} ms",
+                    self.system.models[i.0].name,
+                    self.system.processors[j.0].name,
+                    o.failures,
+                    (o.retry_at_ms - now).max(0.0)
+                )
+            })
+            .collect();
+        for j in self.system.proc_ids() {
+            if self.dead[j.0] {
+                problems.push(format!(
+                    "processor {}: worker thread ended",
+                    self.system.processors[j.0].name
+                ));
+            }
+        }
+        self.health.set_problems(problems);
     }
 
     fn batch_done(&mut self, batch: u64, result: Result<RunReport, EngineError>) {
@@ -739,6 +951,7 @@ impl Actor {
                 for (f, _) in meta.items {
                     self.finish(f, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
                 }
+                self.model_lost(meta.model, meta.proc, &e);
                 return;
             }
         };
@@ -928,6 +1141,9 @@ impl Actor {
         if outcome.is_none() {
             self.suppress(&mut f.objects);
             self.scene.learn(&self.system, &f.requests);
+            if !f.det_transforms.is_empty() {
+                self.work.learn(f.det_transforms.len(), &f.requests);
+            }
         }
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.batcher.forget_frame(frame);

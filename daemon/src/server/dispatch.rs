@@ -196,13 +196,14 @@ impl Dispatch {
         }
         frame.priority.get_or_insert(default_priority);
         let key = (reply.conn.id, frame.stream_id);
+        let cost_ms = self.processor().expected_work_ms(&frame);
         let waiting = Waiting {
             frame,
             received: reply.received,
             deadline,
             reply,
         };
-        let offer = self.table().offer(key, waiting);
+        let offer = self.table().offer(key, waiting, cost_ms);
         match offer {
             Offer::Queued => {}
             Offer::Superseded(old) => {
@@ -210,7 +211,7 @@ impl Dispatch {
                     .answer(Outcome::Dropped(DropReason::Superseded), None)
                     .await
             }
-            Offer::Overloaded(w) => {
+            Offer::Overloaded(w) | Offer::Displaced(w) => {
                 w.reply
                     .answer(Outcome::Dropped(DropReason::Overloaded), None)
                     .await

@@ -10,8 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-/// Readiness as the HTTP listener sees it.
-pub type ReadyFn = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Readiness as the HTTP listener sees it: `Err` says why not (the body of a 503).
+pub type ReadyFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// Most HTTP requests served at once.
 const MAX_CONNECTIONS: usize = 16;
@@ -104,8 +104,10 @@ fn route(
             ),
         },
         "/health/live" => (200, "text/plain", "live\n".into()),
-        "/health/ready" if ready() => (200, "text/plain", "ready\n".into()),
-        "/health/ready" => (503, "text/plain", "not ready\n".into()),
+        "/health/ready" => match ready() {
+            Ok(()) => (200, "text/plain", "ready\n".into()),
+            Err(reason) => (503, "text/plain", format!("not ready: {reason}\n")),
+        },
         _ => (
             404,
             "text/plain",
@@ -119,7 +121,13 @@ mod tests {
     use super::*;
 
     fn get(head: &str, ready: bool) -> (u16, String) {
-        let ready: ReadyFn = Arc::new(move || ready);
+        let ready: ReadyFn = Arc::new(move || {
+            if ready {
+                Ok(())
+            } else {
+                Err("model a on cpu: out of service".into())
+            }
+        });
         let (status, _, body) = route(head.as_bytes(), None, &ready);
         (status, body)
     }
@@ -129,6 +137,11 @@ mod tests {
         assert_eq!(get("GET /health/live HTTP/1.1\r\n\r\n", false).0, 200);
         assert_eq!(get("GET /health/ready HTTP/1.1\r\n\r\n", true).0, 200);
         assert_eq!(get("GET /health/ready?x=1 HTTP/1.1\r\n\r\n", false).0, 503);
+        assert_eq!(
+            get("GET /health/ready HTTP/1.1\r\n\r\n", false).1,
+            "not ready: model a on cpu: out of service\n",
+            "the reason is in the body"
+        );
         assert_eq!(get("POST /health/live HTTP/1.1\r\n\r\n", true).0, 405);
         assert_eq!(get("GET /other HTTP/1.1\r\n\r\n", true).0, 404);
         assert_eq!(

@@ -42,6 +42,16 @@ pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 pub const READY: &str = "camdnn_ready";
 /// Always 1, labelled with `version`.
 pub const BUILD_INFO: &str = "camdnn_build_info";
+/// 1 while the pipeline's scheduler thread runs its loop.
+pub const SCHEDULER_ALIVE: &str = "camdnn_scheduler_alive";
+/// Model loads that failed, by `model` and `processor` (recorded by the pipeline).
+pub const MODEL_LOAD_FAILURES: &str = "camdnn_model_load_failures_total";
+/// 1 while a (`model`, `processor`) pair is out of service awaiting a load
+/// retry (recorded by the pipeline).
+pub const MODEL_UNAVAILABLE: &str = "camdnn_model_unavailable";
+/// Engine panics, each restarting that processor's worker, by `processor`
+/// (recorded by the pipeline).
+pub const ENGINE_PANICS: &str = "camdnn_engine_panics_total";
 
 /// Label value for a drop reason.
 pub fn drop_label(r: DropReason) -> &'static str {
@@ -128,8 +138,27 @@ pub fn describe() {
         "Connections ended by a protocol Error, by code."
     );
     describe_counter!(CONFIG_RELOADS, "Config reloads (SIGHUP), by result.");
-    describe_gauge!(READY, "1 while models are loaded and warmed up.");
+    describe_gauge!(
+        READY,
+        "1 while ready: scheduler thread alive, workers running, every needed model in service."
+    );
     describe_gauge!(BUILD_INFO, "Build information (always 1).");
+    describe_gauge!(
+        SCHEDULER_ALIVE,
+        "1 while the pipeline's scheduler thread runs (the systemd watchdog is fed only then)."
+    );
+    describe_counter!(
+        MODEL_LOAD_FAILURES,
+        "Model loads that failed, by model and processor (each is retried with backoff)."
+    );
+    describe_gauge!(
+        MODEL_UNAVAILABLE,
+        "1 while a model is out of service on a processor, awaiting a load retry."
+    );
+    describe_counter!(
+        ENGINE_PANICS,
+        "Engine panics by processor; each restarts that worker, which reloads its models."
+    );
     counter!(FRAMES_RECEIVED).absolute(0);
     for outcome in ["completed", "dropped", "rejected"] {
         counter!(FRAMES, "outcome" => outcome).absolute(0);

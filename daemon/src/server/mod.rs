@@ -73,7 +73,24 @@ impl ServerHandle {
 
     /// True while serving (not draining) and the processor is ready.
     pub fn is_ready(&self) -> bool {
-        !*self.stop.borrow() && self.dispatch.processor().is_ready()
+        self.readiness().is_ok()
+    }
+
+    /// `Ok` while serving and the processor is ready, else why not.
+    pub fn readiness(&self) -> Result<(), String> {
+        if *self.stop.borrow() {
+            return Err("draining".into());
+        }
+        match self.dispatch.processor().not_ready_reason() {
+            None => Ok(()),
+            Some(reason) => Err(reason),
+        }
+    }
+
+    /// True while the processor's control thread runs (the systemd watchdog
+    /// is fed only then).
+    pub fn is_alive(&self) -> bool {
+        self.dispatch.processor().is_alive()
     }
 
     /// Frames waiting for admission, frames in the processor, open connections.

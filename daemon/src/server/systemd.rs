@@ -43,12 +43,20 @@ pub fn watchdog_interval() -> Option<Duration> {
     sd_notify::watchdog_enabled()
 }
 
-/// Pings the watchdog at half its period for as long as the runtime is
-/// alive to run this task (a stalled runtime stops the pings).
-pub async fn watchdog(period: Duration) {
+/// Pings the watchdog at half its period while `alive()` says the
+/// pipeline's scheduler thread runs (a dead or stuck scheduler thread, or a
+/// stalled runtime, stops the pings and systemd restarts the service).
+pub async fn watchdog(period: Duration, alive: impl Fn() -> bool) {
     let mut tick = tokio::time::interval(period / 2);
+    let mut warned = false;
     loop {
         tick.tick().await;
-        send(&[NotifyState::Watchdog]);
+        if alive() {
+            send(&[NotifyState::Watchdog]);
+            warned = false;
+        } else if !warned {
+            tracing::error!("the scheduler thread is not running: no longer feeding the watchdog");
+            warned = true;
+        }
     }
 }
