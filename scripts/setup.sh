@@ -41,3 +41,4 @@ PY
 echo "setup: done"
 bash scripts/fetch_models.sh
 bash scripts/fetch_test_images.sh
+bash scripts/fetch_tflite_models.sh

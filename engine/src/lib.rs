@@ -16,6 +16,7 @@ mod model;
 mod ort_engine;
 mod sim;
 mod tensor;
+mod tflite;
 mod tract_engine;
 mod worker;
 

@@ -19,6 +19,7 @@ use tract_onnx::tract_hir::infer::Factoid;
 
 use crate::engine::expect_kind;
 use crate::model::{batch_mode_of, resolve_dims};
+use crate::tflite::TfliteError;
 use crate::{
     BatchMode, DType, Dim, Engine, EngineError, EngineKind, LoadedModel, ModelFormat, ModelInfo,
     ModelSource, ProcessorConfig, Tensor, TensorData, TensorInfo,
@@ -238,8 +239,23 @@ fn load_tflite(src: &ModelSource) -> Result<TractModel, EngineError> {
         ));
     }
     no_file(src)?;
+    let file_error = |reason: String| EngineError::ModelFile {
+        model: name.into(),
+        path: src.path.clone(),
+        reason,
+    };
+    let bytes = std::fs::read(&src.path).map_err(|e| file_error(e.to_string()))?;
+    // rewrite what tract-tflite lacks (float16 weights, PRELU, ...) before tract parses it
+    let prepared = crate::tflite::prepare(&bytes).map_err(|e| match e {
+        TfliteError::Unsupported(ops) => EngineError::UnsupportedOps {
+            model: name.into(),
+            engine: ENGINE,
+            ops,
+        },
+        other => file_error(other.to_string()),
+    })?;
     let typed = tract_tflite::tflite()
-        .model_for_path(&src.path)
+        .model_for_read(&mut prepared.bytes.as_slice())
         .and_then(|m| m.into_decluttered())
         .map_err(|e| backend(name, "parsing TFLite", e))?;
     let mut inputs = Vec::new();
@@ -282,13 +298,15 @@ fn load_tflite(src: &ModelSource) -> Result<TractModel, EngineError> {
         ));
     }
     let outputs = Some(output_infos(name, &typed, None)?);
-    Ok(TractModel::new(
-        name,
-        inputs,
-        outputs,
-        batch_mode,
-        Source::Typed(typed),
-    ))
+    let mut model = TractModel::new(name, inputs, outputs, batch_mode, Source::Typed(typed));
+    let r = prepared.rewrites;
+    if r.total() > 0 {
+        model.info.detail += &format!(
+            "; TFLite rewrites: {} DEQUANTIZE and {} DENSIFY folded, {} PRELU and {} DEPTH_TO_SPACE expanded",
+            r.dequantize, r.densify, r.prelu, r.depth_to_space
+        );
+    }
+    Ok(model)
 }
 
 fn dtype_of(dt: DatumType) -> Option<DType> {

@@ -17,15 +17,20 @@
 //! 6. [`classify`] (softmax, top-k, orientation) and [`ctc`] (PP-OCR text) read the classifier
 //!    outputs.
 //!
+//! MediaPipe's TFLite face models are read by [`blazeface`] (the detector) and
+//! [`face_landmarks`] (468 points on a square region around each face).
+//!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
 
 #![warn(missing_docs)]
 
+pub mod blazeface;
 pub mod classify;
 pub mod ctc;
 pub mod dbnet;
 mod error;
+pub mod face_landmarks;
 mod frame;
 mod geometry;
 pub mod mtcnn;

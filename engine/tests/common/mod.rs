@@ -16,7 +16,7 @@ pub fn model(file: &str) -> PathBuf {
         .join(file);
     assert!(
         p.is_file(),
-        "model {} is missing: run scripts/setup.sh (it runs scripts/fetch_models.sh)",
+        "model {} is missing: run scripts/setup.sh (it runs scripts/fetch_models.sh and scripts/fetch_tflite_models.sh)",
         p.display()
     );
     p
