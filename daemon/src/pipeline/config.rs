@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use camdnn_engine::{EngineKind, ModelSource, OrtProvider, ProcessorConfig, QnnOptions};
 use camdnn_policy::spec::{ModelSpec, ProcessorKind, ProcessorSpec, SystemSpec};
 use camdnn_policy::System;
+use camdnn_vision::blazeface::BlazeFaceConfig;
 use camdnn_vision::dbnet::DbNetConfig;
 use camdnn_vision::mtcnn::{PnetConfig, PyramidConfig};
 use camdnn_vision::ssd::SsdConfig;
@@ -185,6 +186,10 @@ pub struct InputSpec {
     /// of the frame (the items batch together). Needed by `mtcnn_pnet`.
     #[serde(default)]
     pub pyramid: Option<PyramidConfig>,
+    /// Children only: cut the square of the object's longer side times this around its
+    /// centre instead of the box itself (MediaPipe's face-landmark region, 1.5).
+    #[serde(default)]
+    pub roi_scale: Option<f32>,
 }
 
 /// Where a resized image sits in its padded input.
@@ -301,6 +306,28 @@ pub enum OutputSpec {
         #[serde(default = "d_mtcnn_threshold")]
         nested_overlap: f32,
     },
+    /// Detector: MediaPipe BlazeFace (TFLite face detector; outputs: box regressions
+    /// `[1, N, 16]` and logits `[1, N, 1]`); every box is class `label`. `nms`'s
+    /// score threshold is the detector's minimum score.
+    Blazeface {
+        /// Anchors and decoding.
+        #[serde(default)]
+        blazeface: BlazeFaceConfig,
+        /// Suppression.
+        #[serde(default = "d_nms")]
+        nms: NmsConfig,
+        /// Class name of the faces (route the landmark model with it).
+        #[serde(default = "d_face")]
+        label: String,
+    },
+    /// MediaPipe face landmarks on the region `input.roi_scale` cuts around the face:
+    /// rejects a crop whose face flag is below `threshold`, else gives the output
+    /// `landmarks` (dims `[468, 3]`, frame pixels x, y and relative depth z).
+    FaceLandmarks {
+        /// Face probability the crop must reach.
+        #[serde(default = "d_face_flag")]
+        threshold: f32,
+    },
     /// Classifier: top-k labels.
     Topk {
         /// How many labels.
@@ -355,6 +382,9 @@ fn d_true() -> bool {
 fn d_face() -> String {
     "face".into()
 }
+fn d_face_flag() -> f32 {
+    0.5
+}
 fn d_mtcnn_threshold() -> f32 {
     0.7
 }
@@ -369,6 +399,7 @@ impl OutputSpec {
                 | OutputSpec::Dbnet { .. }
                 | OutputSpec::Upstream
                 | OutputSpec::MtcnnPnet { .. }
+                | OutputSpec::Blazeface { .. }
         )
     }
 

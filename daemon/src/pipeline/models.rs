@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use camdnn_engine::Tensor;
 use camdnn_protocol::{Label, OutputValue};
+use camdnn_vision::blazeface::BlazeFaceDecoder;
 use camdnn_vision::ctc::CtcDecoder;
 use camdnn_vision::dbnet::{decode_dbnet, DbNetConfig};
+use camdnn_vision::face_landmarks;
 use camdnn_vision::mtcnn::{self, MapLayout, PnetConfig, PyramidConfig};
 use camdnn_vision::ssd::SsdDecoder;
 use camdnn_vision::{
@@ -30,6 +32,7 @@ pub struct InputPrep {
     pad: [u8; 3],
     norm: Normalizer,
     pyramid: Option<PyramidConfig>,
+    roi_scale: Option<f32>,
 }
 
 impl InputPrep {
@@ -44,6 +47,7 @@ impl InputPrep {
             norm: Normalizer::new(m.input.norm.clone())
                 .with_context(|| format!("model {:?}: input.norm", m.name))?,
             pyramid: m.input.pyramid.clone(),
+            roi_scale: m.input.roi_scale,
         })
     }
 
@@ -107,6 +111,9 @@ impl InputPrep {
                 Resize::Letterbox => pre.letterbox(image, w, h, pad, self.placement)?,
             },
             Some(b) => {
+                let b = self
+                    .roi_scale
+                    .map_or(b, |s| face_landmarks::landmark_roi(b, s));
                 let crop = match self.crop {
                     CropMode::Stretch => pre.crop(image, b, w, h)?,
                     CropMode::Fit => pre.crop_fit(image, b, w, h, pad, self.placement)?,
@@ -148,6 +155,19 @@ pub enum Decoder {
     Rnet { threshold: f32 },
     /// MTCNN O-Net: reject, or final box and landmarks; then frame-wide suppression.
     Onet { threshold: f32, nested_overlap: f32 },
+    /// MediaPipe BlazeFace detector.
+    Blazeface {
+        decoder: Box<BlazeFaceDecoder>,
+        nms: NmsConfig,
+        label: String,
+    },
+    /// MediaPipe face landmarks on the square region `roi_scale` cuts around the face.
+    FaceLandmarks {
+        threshold: f32,
+        roi_scale: f32,
+        input_width: f32,
+        input_height: f32,
+    },
     /// Top-k classifier.
     TopK {
         k: usize,
@@ -247,6 +267,24 @@ impl Decoder {
             } => Decoder::Onet {
                 threshold: *threshold,
                 nested_overlap: *nested_overlap,
+            },
+            OutputSpec::Blazeface {
+                blazeface,
+                nms,
+                label,
+            } => Decoder::Blazeface {
+                decoder: Box::new(
+                    BlazeFaceDecoder::new(blazeface.clone())
+                        .with_context(|| format!("model {:?}: output.blazeface", m.name))?,
+                ),
+                nms: nms.clone(),
+                label: label.clone(),
+            },
+            OutputSpec::FaceLandmarks { threshold } => Decoder::FaceLandmarks {
+                threshold: *threshold,
+                roi_scale: m.input.roi_scale.unwrap_or(1.0),
+                input_width: m.input.width as f32,
+                input_height: m.input.height as f32,
             },
             OutputSpec::Topk {
                 k,
@@ -443,6 +481,55 @@ impl Decoder {
                     },
                 }
             }
+            Decoder::Blazeface {
+                decoder,
+                nms: cfg,
+                label,
+            } => {
+                let n = decoder.num_anchors();
+                let boxes = by_len(outputs, n * 16, "BlazeFace box regressions")?;
+                let logits = by_len(outputs, n, "BlazeFace scores")?;
+                let dets =
+                    decoder.decode(f32s(boxes)?, f32s(logits)?, cfg.score_threshold, transform)?;
+                Decoded::Objects(named_as(nms(&dets, cfg), label))
+            }
+            Decoder::FaceLandmarks {
+                threshold,
+                roi_scale,
+                input_width,
+                input_height,
+            } => {
+                let bbox = ctx.bbox.context("face landmarks run on a face's crop")?;
+                let flag = f32s(by_len(outputs, 1, "face flag")?)?[0];
+                let raw = outputs
+                    .iter()
+                    .find(|t| t.len() > 3 && t.len() % 3 == 0)
+                    .context("face landmarks: no output of (x, y, z) triples")?;
+                let roi = face_landmarks::landmark_roi(bbox, *roi_scale);
+                match face_landmarks::decode_face_landmarks(
+                    f32s(raw)?,
+                    flag,
+                    roi,
+                    *input_width,
+                    *input_height,
+                    *threshold,
+                )? {
+                    Some(face) => Decoded::Output {
+                        value: OutputValue::Tensors(vec![camdnn_protocol::Tensor {
+                            name: "landmarks".into(),
+                            dims: vec![face.points.len() as u32, 3],
+                            data: face.points.iter().flatten().copied().collect(),
+                        }]),
+                        rotate: false,
+                        verdict: Verdict::Keep,
+                    },
+                    None => Decoded::Output {
+                        value: face_label(1.0 / (1.0 + (-flag).exp())),
+                        rotate: false,
+                        verdict: Verdict::Reject,
+                    },
+                }
+            }
             Decoder::TopK { k, labels, softmax } => {
                 let scores = camdnn_vision::classify::top_k(f32_of(0)?, *k, *softmax);
                 let value = OutputValue::TopK(
@@ -544,6 +631,15 @@ fn by_last_dim<'a>(outputs: &'a [Tensor], n: usize, what: &str) -> anyhow::Resul
             let shapes: Vec<_> = outputs.iter().map(|t| t.shape().to_vec()).collect();
             format!("{what}: no output with last dim {n} among {shapes:?}")
         })
+}
+
+/// The output with `n` elements (BlazeFace's and the landmark model's outputs are told
+/// apart by their sizes).
+fn by_len<'a>(outputs: &'a [Tensor], n: usize, what: &str) -> anyhow::Result<&'a Tensor> {
+    outputs.iter().find(|t| t.len() == n).with_context(|| {
+        let shapes: Vec<_> = outputs.iter().map(|t| t.shape().to_vec()).collect();
+        format!("{what}: no output of {n} values among {shapes:?}")
+    })
 }
 
 fn f32s(t: &Tensor) -> anyhow::Result<&[f32]> {
