@@ -17,11 +17,16 @@
 //! 6. [`classify`] (softmax, top-k, orientation) and [`ctc`] (PP-OCR text) read the classifier
 //!    outputs.
 //!
+//! The COCO street graph decodes [`centernet`] detections, reads a person crop's [`pose`]
+//! keypoints (and the face box they imply) and a face crop's [`age_gender`].
+//!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
 
 #![warn(missing_docs)]
 
+pub mod age_gender;
+pub mod centernet;
 pub mod classify;
 pub mod ctc;
 pub mod dbnet;
@@ -31,6 +36,7 @@ mod geometry;
 pub mod mtcnn;
 mod nms;
 mod normalize;
+pub mod pose;
 mod resize;
 mod routing;
 pub mod ssd;
@@ -41,7 +47,7 @@ pub use frame::{Frame, PixelFormat, RgbImage, MAX_SIDE};
 pub use geometry::{BBox, Detection};
 pub use nms::{nms, NmsConfig};
 pub use normalize::{ChannelOrder, Layout, NormConfig, Normalizer, Tensor};
-pub use resize::{Crop, Placement, Preprocessor, Transform};
+pub use resize::{crop_fit_transform, Crop, Placement, Preprocessor, Transform};
 pub use routing::{RoutedObject, Router, RoutingConfig};
 
 /// Result type of this crate.
