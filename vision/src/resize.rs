@@ -238,14 +238,8 @@ impl Preprocessor {
     ) -> Result<RgbImage> {
         check_out_size(width, height)?;
         let b = clamp_box(img, bbox)?;
-        let scale = (width as f64 / b.width() as f64).min(height as f64 / b.height() as f64);
-        let nw = ((b.width() as f64 * scale).round() as u32).clamp(1, width);
-        let nh = ((b.height() as f64 * scale).round() as u32).clamp(1, height);
-        let (left, top) = match placement {
-            Placement::Center => ((width - nw) / 2, (height - nh) / 2),
-            Placement::TopLeft => (0, 0),
-        };
-        self.resize_into(img, b, width, height, pad, (left, top, nw, nh))
+        let dst = fit_rect(b, width, height, placement);
+        self.resize_into(img, b, width, height, pad, dst)
     }
 
     /// Cuts `bbox` (clamped to the image) out of `img` and scales it to the full `height`,
@@ -348,18 +342,63 @@ impl Preprocessor {
     }
 }
 
+/// Where [`Preprocessor::crop_fit`] draws the (clamped) box `b` in a `width` x `height` input:
+/// `(left, top, scaled width, scaled height)`.
+fn fit_rect(b: BBox, width: u32, height: u32, placement: Placement) -> (u32, u32, u32, u32) {
+    let scale = (width as f64 / b.width() as f64).min(height as f64 / b.height() as f64);
+    let nw = ((b.width() as f64 * scale).round() as u32).clamp(1, width);
+    let nh = ((b.height() as f64 * scale).round() as u32).clamp(1, height);
+    let (left, top) = match placement {
+        Placement::Center => ((width - nw) / 2, (height - nh) / 2),
+        Placement::TopLeft => (0, 0),
+    };
+    (left, top, nw, nh)
+}
+
+/// The transform between frame pixels and the input [`Preprocessor::crop_fit`] makes of
+/// `bbox` in a `frame_width` x `frame_height` frame, so that a model's outputs on that crop
+/// (keypoints, boxes) map back to the frame with [`Transform::to_frame`].
+pub fn crop_fit_transform(
+    frame_width: u32,
+    frame_height: u32,
+    bbox: BBox,
+    width: u32,
+    height: u32,
+    placement: Placement,
+) -> Result<Transform> {
+    check_out_size(width, height)?;
+    let b = clamp_to(frame_width, frame_height, bbox)?;
+    let (left, top, nw, nh) = fit_rect(b, width, height, placement);
+    let scale_x = nw as f32 / b.width();
+    let scale_y = nh as f32 / b.height();
+    Ok(Transform {
+        scale_x,
+        scale_y,
+        pad_x: left as f32 - b.x0 * scale_x,
+        pad_y: top as f32 - b.y0 * scale_y,
+        frame_width: frame_width as f32,
+        frame_height: frame_height as f32,
+        input_width: width as f32,
+        input_height: height as f32,
+    })
+}
+
 fn clamp_box(img: &RgbImage, bbox: BBox) -> Result<BBox> {
+    clamp_to(img.width(), img.height(), bbox)
+}
+
+/// `bbox` clamped to a `width` x `height` frame; an error when it is not finite or less than
+/// a pixel wide or high inside.
+fn clamp_to(width: u32, height: u32, bbox: BBox) -> Result<BBox> {
     if !bbox.is_finite() {
         return Err(VisionError::Image(format!(
             "crop box {bbox:?} is not finite"
         )));
     }
-    let b = bbox.clamp(img.width() as f32, img.height() as f32);
+    let b = bbox.clamp(width as f32, height as f32);
     if b.width() < 1.0 || b.height() < 1.0 {
         return Err(VisionError::Image(format!(
-            "crop box {bbox:?} is under one pixel wide or high inside the {}x{} frame",
-            img.width(),
-            img.height()
+            "crop box {bbox:?} is under one pixel wide or high inside the {width}x{height} frame"
         )));
     }
     Ok(b)

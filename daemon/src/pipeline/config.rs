@@ -266,6 +266,31 @@ pub enum OutputSpec {
         #[serde(default = "d_nms")]
         nms: NmsConfig,
     },
+    /// Detector: CenterNet with its detections decoded in the graph (an output `[1, N, 6]`:
+    /// `x0, y0, x1, y1` in input pixels, score, class index), as the TF.js CenterNet
+    /// (MobileNetV3, COCO-80) of the Human library converts (`scripts/tfjs_to_onnx.py`).
+    /// Suppression defaults to the model authors' score 0.2 and class-agnostic IoU 0.4.
+    Centernet {
+        /// Class names by index (default: the 80 COCO classes).
+        #[serde(default = "d_coco")]
+        labels: Vec<String>,
+        /// Suppression.
+        #[serde(default = "d_centernet_nms")]
+        nms: NmsConfig,
+    },
+    /// Single-person pose on a person's `fit` crop (MoveNet, output `[1, 1, 17, 3]`): the 17
+    /// COCO keypoints in frame pixels (output `keypoints`, dims [17, 3]: x, y, score). With
+    /// `face`, the face box the head keypoints imply (output `face_box`: x0, y0, x1, y1) is
+    /// what this model's children crop; when no face is seen they do not run.
+    Movenet {
+        /// How the face box is derived (absent: children crop the person's box).
+        #[serde(default)]
+        face: Option<FaceFromPose>,
+    },
+    /// Age and gender of a face (the Human library's `faceres`: a 100-way age softmax and a
+    /// gender sigmoid, told apart by their sizes): output `age` (years) and `male` (the
+    /// sigmoid, above 0.5 male).
+    AgeGender,
     /// Detector: DBNet text probability map; every box is class "text".
     Dbnet {
         /// Post-processing.
@@ -367,6 +392,38 @@ pub enum OutputSpec {
     Tensors,
 }
 
+/// How a face box is read from pose keypoints (`vision::pose::face_box`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaceFromPose {
+    /// Confidence the nose and both eyes need.
+    #[serde(default = "d_face_score")]
+    pub min_score: f32,
+    /// How much larger than the head keypoints' extent the box is (0.2 = 20 %).
+    #[serde(default = "d_face_margin")]
+    pub margin: f32,
+}
+
+fn d_face_score() -> f32 {
+    0.3
+}
+fn d_face_margin() -> f32 {
+    0.2
+}
+fn d_coco() -> Vec<String> {
+    camdnn_vision::centernet::COCO_LABELS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+fn d_centernet_nms() -> NmsConfig {
+    NmsConfig {
+        iou_threshold: 0.4,
+        score_threshold: 0.2,
+        max_detections: 100,
+        class_agnostic: true,
+    }
+}
 fn d_nms() -> NmsConfig {
     toml::from_str("").expect("NmsConfig has defaults")
 }
@@ -395,6 +452,7 @@ impl OutputSpec {
         matches!(
             self,
             OutputSpec::Yolov8 { .. }
+                | OutputSpec::Centernet { .. }
                 | OutputSpec::Ssd { .. }
                 | OutputSpec::Dbnet { .. }
                 | OutputSpec::Upstream
@@ -471,7 +529,7 @@ impl PipelineConfig {
         for m in &self.models {
             match (&m.parent, m.output.is_detector()) {
                 (None, false) => bail!(
-                    "model {:?} has no parent, so it is a detector, but its output kind is not one (yolov8, ssd, dbnet, mtcnn_pnet, upstream)",
+                    "model {:?} has no parent, so it is a detector, but its output kind is not one (yolov8, centernet, ssd, dbnet, mtcnn_pnet, upstream)",
                     m.name
                 ),
                 (Some(_), true) => bail!("model {:?} has a detector output but a parent; detectors are graph roots", m.name),
@@ -503,6 +561,12 @@ impl PipelineConfig {
                     m.name
                 ),
                 _ => {}
+            }
+            if matches!(m.output, OutputSpec::Movenet { .. }) && m.input.crop != CropMode::Fit {
+                bail!(
+                    "model {:?}: output kind movenet needs input.crop = \"fit\" (its keypoints are read back through the fit crop)",
+                    m.name
+                );
             }
             if let OutputSpec::Ctc {
                 dict_file,

@@ -8,17 +8,20 @@ use anyhow::{bail, Context};
 use camdnn_engine::Tensor;
 use camdnn_protocol::{Label, OutputValue};
 use camdnn_vision::blazeface::BlazeFaceDecoder;
+use camdnn_vision::age_gender::decode_age_gender;
+use camdnn_vision::centernet::decode_centernet;
 use camdnn_vision::ctc::CtcDecoder;
 use camdnn_vision::dbnet::{decode_dbnet, DbNetConfig};
 use camdnn_vision::face_landmarks;
 use camdnn_vision::mtcnn::{self, MapLayout, PnetConfig, PyramidConfig};
+use camdnn_vision::pose::{decode_movenet, face_box};
 use camdnn_vision::ssd::SsdDecoder;
 use camdnn_vision::{
     nms, BBox, Detection, Layout, NmsConfig, Normalizer, Placement, Preprocessor, RgbImage,
     Transform,
 };
 
-use super::config::{CropMode, ModelEntry, OutputSpec, Resize};
+use super::config::{CropMode, FaceFromPose, ModelEntry, OutputSpec, Resize};
 use super::onnx_meta;
 
 /// A model's input side: resize and normalise an image (or a crop of one).
@@ -135,6 +138,16 @@ impl InputPrep {
 pub enum Decoder {
     /// YOLOv8 detector.
     Yolo { labels: Vec<String>, nms: NmsConfig },
+    /// CenterNet detector (detections decoded in the graph).
+    Centernet { labels: Vec<String>, nms: NmsConfig },
+    /// MoveNet pose on a person's fit crop, optionally giving its children the face box.
+    Movenet {
+        /// The crop's input size and placement (keypoints map back through them).
+        input: (u32, u32, Placement),
+        face: Option<FaceFromPose>,
+    },
+    /// Age and gender of a face.
+    AgeGender,
     /// SSD detector.
     Ssd {
         labels: Vec<String>,
@@ -219,9 +232,24 @@ pub enum Verdict {
         /// New score.
         score: f32,
     },
+    /// The object keeps its box, but its children crop this part of it (a person's face), or
+    /// do not run when the part was not found.
+    Part(Option<BBox>),
     /// The object is not what the detector thought: its children do not run and it is
     /// left out of the frame's result.
     Reject,
+}
+
+impl Verdict {
+    /// The box this object's children crop, given the object's box after the verdict
+    /// (`None`: they do not run).
+    pub fn child_crop(&self, object_box: BBox) -> Option<BBox> {
+        match self {
+            Verdict::Keep | Verdict::Refine { .. } => Some(object_box),
+            Verdict::Part(part) => *part,
+            Verdict::Reject => None,
+        }
+    }
 }
 
 /// What a decoder knows about the item besides its outputs.
@@ -240,6 +268,15 @@ impl Decoder {
                 labels: labels.clone(),
                 nms: nms.clone(),
             },
+            OutputSpec::Centernet { labels, nms } => Decoder::Centernet {
+                labels: labels.clone(),
+                nms: nms.clone(),
+            },
+            OutputSpec::Movenet { face } => Decoder::Movenet {
+                input: (m.input.width, m.input.height, m.input.placement.placement()),
+                face: face.clone(),
+            },
+            OutputSpec::AgeGender => Decoder::AgeGender,
             OutputSpec::Ssd { labels, ssd, nms } => Decoder::Ssd {
                 labels: labels.clone(),
                 decoder: Box::new(
@@ -386,6 +423,68 @@ impl Decoder {
                     transform,
                 )?;
                 Decoded::Objects(named(nms(&dets, cfg), labels))
+            }
+            Decoder::Centernet { labels, nms: cfg } => {
+                let t = by_last_dim(outputs, 6, "CenterNet detections [1, N, 6]")?;
+                let dets = decode_centernet(
+                    f32s(t)?,
+                    t.shape(),
+                    labels.len(),
+                    cfg.score_threshold,
+                    transform,
+                )?;
+                Decoded::Objects(named(nms(&dets, cfg), labels))
+            }
+            Decoder::Movenet {
+                input: (w, h, placement),
+                face,
+            } => {
+                let bbox = ctx.bbox.context("MoveNet runs on a person's crop")?;
+                let (fw, fh) = (transform.frame_width, transform.frame_height);
+                let crop = camdnn_vision::crop_fit_transform(
+                    fw as u32, fh as u32, bbox, *w, *h, *placement,
+                )?;
+                let t = outputs.first().context("MoveNet has no output")?;
+                let points = decode_movenet(f32s(t)?, t.shape(), &crop)?;
+                let mut tensors = vec![camdnn_protocol::Tensor {
+                    name: "keypoints".into(),
+                    dims: vec![points.len() as u32, 3],
+                    data: points.iter().flat_map(|k| [k.x, k.y, k.score]).collect(),
+                }];
+                let verdict = match face {
+                    None => Verdict::Keep,
+                    Some(f) => {
+                        let b = face_box(&points, f.min_score, f.margin, fw, fh);
+                        if let Some(b) = b {
+                            tensors.push(camdnn_protocol::Tensor {
+                                name: "face_box".into(),
+                                dims: vec![4],
+                                data: vec![b.x0, b.y0, b.x1, b.y1],
+                            });
+                        }
+                        Verdict::Part(b)
+                    }
+                };
+                Decoded::Output {
+                    value: OutputValue::Tensors(tensors),
+                    rotate: false,
+                    verdict,
+                }
+            }
+            Decoder::AgeGender => {
+                let age = f32s(by_last_dim(outputs, 100, "age head [1, 100]")?)?;
+                let male = f32s(by_last_dim(outputs, 1, "gender head [1, 1]")?)?;
+                let a = decode_age_gender(age, male[0])?;
+                let one = |name: &str, v: f32| camdnn_protocol::Tensor {
+                    name: name.into(),
+                    dims: vec![1],
+                    data: vec![v],
+                };
+                Decoded::Output {
+                    value: OutputValue::Tensors(vec![one("age", a.age), one("male", male[0])]),
+                    rotate: false,
+                    verdict: Verdict::Keep,
+                }
             }
             Decoder::Ssd {
                 labels,
@@ -741,6 +840,118 @@ output = { kind = "mtcnn_pnet" }
             .prepare_frame(&mut Preprocessor::new(), &tiny)
             .unwrap()
             .is_empty());
+    }
+
+    fn entry(model: &str) -> ModelEntry {
+        let cfg: PipelineConfig = toml::from_str(&format!(
+            r#"
+profile = "p.toml"
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 1
+engine = "sim"
+{model}
+"#
+        ))
+        .unwrap();
+        cfg.models[0].clone()
+    }
+
+    #[test]
+    fn movenet_gives_keypoints_and_its_children_the_face() {
+        let m = entry(
+            r#"[[model]]
+name = "movenet"
+path = "m.onnx"
+parent = "det"
+input = { width = 192, height = 192, crop = "fit", norm = { layout = "nhwc" } }
+output = { kind = "movenet", face = {} }"#,
+        );
+        let rt = ModelRuntime::new(&m, &|p| p.to_path_buf()).unwrap();
+        // A 96x192 person box fit into 192x192: drawn 96 wide at left 48, scale 1.
+        let person = BBox::new(100.0, 50.0, 196.0, 242.0);
+        let ctx = ItemContext {
+            transform: Transform::identity(640, 480),
+            bbox: Some(person),
+        };
+        let mut k = vec![0.0f32; 51];
+        // nose, left eye, right eye at the crop's top centre (y, x as input fractions).
+        for (i, (y, x)) in [(0.12, 0.5), (0.1, 0.53), (0.1, 0.47)]
+            .into_iter()
+            .enumerate()
+        {
+            k[3 * i..3 * i + 3].copy_from_slice(&[y, x, 0.9]);
+        }
+        let out = vec![Tensor::from_f32(vec![1, 1, 17, 3], k.clone()).unwrap()];
+        let Decoded::Output { value, verdict, .. } = rt.decoder.decode(&out, &ctx).unwrap() else {
+            panic!("per-object output expected")
+        };
+        let OutputValue::Tensors(t) = value else {
+            panic!("tensors expected")
+        };
+        assert_eq!(
+            (t[0].name.as_str(), t[0].dims.as_slice()),
+            ("keypoints", &[17u32, 3][..])
+        );
+        // The nose: x = 0.5 * 192 - 48 + 100 = 148, y = 0.12 * 192 + 50 = 73.04.
+        assert!((t[0].data[0] - 148.0).abs() < 1e-3 && (t[0].data[1] - 73.04).abs() < 1e-3);
+        assert_eq!(t[1].name, "face_box");
+        let Verdict::Part(Some(face)) = verdict else {
+            panic!("the face is the children's crop: {verdict:?}")
+        };
+        assert_eq!([face.x0, face.y0, face.x1, face.y1], t[1].data[..]);
+        assert_eq!(verdict.child_crop(person), Some(face));
+        assert!(face.x0 > person.x0 && face.x1 < person.x1, "{face:?}");
+        // No eyes seen: no face, the children do not run, the person stays.
+        for i in 0..3 {
+            k[3 * i + 2] = 0.1;
+        }
+        let out = vec![Tensor::from_f32(vec![1, 1, 17, 3], k).unwrap()];
+        let Decoded::Output { verdict, .. } = rt.decoder.decode(&out, &ctx).unwrap() else {
+            panic!()
+        };
+        assert_eq!(verdict, Verdict::Part(None));
+        assert_eq!(verdict.child_crop(person), None);
+    }
+
+    #[test]
+    fn age_gender_reads_both_heads_by_size() {
+        let rt = ModelRuntime::new(
+            &entry(
+                r#"[[model]]
+name = "faceres"
+path = "f.onnx"
+parent = "pose"
+input = { width = 224, height = 224, norm = { layout = "nhwc" } }
+output = { kind = "age_gender" }"#,
+            ),
+            &|p| p.to_path_buf(),
+        )
+        .unwrap();
+        let mut age = vec![0.0; 100];
+        age[40] = 0.9;
+        let out = vec![
+            Tensor::from_f32(vec![1, 100], age).unwrap(),
+            Tensor::from_f32(vec![1, 1], vec![0.1]).unwrap(),
+        ];
+        let ctx = ItemContext {
+            transform: Transform::identity(100, 100),
+            bbox: Some(BBox::new(0.0, 0.0, 50.0, 50.0)),
+        };
+        let Decoded::Output {
+            value: OutputValue::Tensors(t),
+            verdict,
+            ..
+        } = rt.decoder.decode(&out, &ctx).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(verdict, Verdict::Keep);
+        assert_eq!((t[0].name.as_str(), t[0].data[0]), ("age", 40.0));
+        assert_eq!((t[1].name.as_str(), t[1].data[0]), ("male", 0.1));
+        let e = rt.decoder.decode(&out[1..], &ctx).unwrap_err();
+        assert!(format!("{e:#}").contains("age head"), "{e:#}");
     }
 
     #[test]

@@ -1053,7 +1053,7 @@ impl Actor {
                         value,
                     });
                     match verdict {
-                        Verdict::Keep => {}
+                        Verdict::Keep | Verdict::Part(_) => {}
                         Verdict::Refine { bbox, score } => {
                             obj.bbox = bbox;
                             obj.score = score;
@@ -1063,17 +1063,19 @@ impl Actor {
                             metrics::counter!("camdnn_objects_rejected_total", "model" => model.name.clone()).increment(1);
                         }
                     }
-                    let bbox = obj.bbox;
-                    let children: &[ModelId] = if obj.rejected { &[] } else { &model.children };
-                    let crops: Vec<CropSpec> = children
-                        .iter()
-                        .map(|&c| CropSpec {
-                            object,
-                            model: c,
-                            bbox,
-                            rotate,
-                        })
-                        .collect();
+                    let crops: Vec<CropSpec> = match verdict.child_crop(obj.bbox) {
+                        None => Vec::new(),
+                        Some(bbox) => model
+                            .children
+                            .iter()
+                            .map(|&c| CropSpec {
+                                object,
+                                model: c,
+                                bbox,
+                                rotate,
+                            })
+                            .collect(),
+                    };
                     self.start_crops(frame, crops);
                 }
             }

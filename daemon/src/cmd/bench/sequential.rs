@@ -192,16 +192,16 @@ impl<'a> Walker<'a> {
             let obj = &mut objects[k];
             obj.seen_by.push(m);
             match verdict {
-                Verdict::Keep => {}
+                Verdict::Keep | Verdict::Part(_) => {}
                 Verdict::Refine { bbox, score } => {
                     obj.bbox = bbox;
                     obj.score = score;
                 }
                 Verdict::Reject => obj.rejected = true,
             }
-            if !obj.rejected {
+            if let Some(crop) = verdict.child_crop(obj.bbox) {
                 for &c in self.system.models[m.0].children.iter().rev() {
-                    todo.push((k, c, obj.bbox, rotate));
+                    todo.push((k, c, crop, rotate));
                 }
             }
         }
