@@ -11,7 +11,9 @@
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
-//! - [`sim`]: the discrete-event simulator and its traces.
+//! - [`sim`]: the discrete-event simulator and its traces;
+//! - [`gen`]: seeded boards and scene-trace shapes nobody tuned to; [`suite`]: every
+//!   scheduler over them, on a measure dropping frames cannot improve.
 
 #![warn(missing_docs)]
 
@@ -20,6 +22,7 @@ mod cluster;
 pub mod dispatch;
 mod error;
 pub mod features;
+pub mod gen;
 pub mod heft_dag;
 pub mod mlp;
 pub mod plan;
@@ -29,6 +32,7 @@ pub mod schedulers;
 pub mod sim;
 pub mod spec;
 pub mod stats;
+pub mod suite;
 mod system;
 
 pub use cluster::{Cluster, FinishMark, Placement};
