@@ -6,6 +6,14 @@
 #   SEED=2 scripts/train_policy.sh config/profiles/rb5.toml
 #   SAMPLES=3000 scripts/train_policy.sh config/profiles/host-street.toml
 #
+# A generated board of the scheduler suite (`camdnnd suite`), smaller run:
+#   target/release/camdnnd suite --boards 30 --write-boards target/suite/boards
+#   SAMPLES=2000 OUT=target/suite/policies scripts/train_policy.sh target/suite/boards/gen-1.toml
+#   target/release/camdnnd suite --boards 30 --policies target/suite/policies
+#
+# SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14) and OUT (default
+# config/policies) size the run; it prints its wall time at the end.
+#
 # Writes config/policies/NAME.onnx, NAME.policy.json and the loss curves
 # NAME.loss.csv / NAME.loss.svg; intermediate files (demos, model.json) go to
 # target/policy-train/NAME-seedSEED (resumable: demos skip finished chunks).
@@ -16,11 +24,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SYSTEM=${1:-config/profiles/rb5.toml}
 SEED=${SEED:-1}
-# Demonstrations (the paper's 12000; fewer train faster on a small host).
-SAMPLES=${SAMPLES:-12000}
 NAME=$(basename "$SYSTEM" .toml)
 WORK=target/policy-train/$NAME-seed$SEED
-OUT=config/policies
+OUT=${OUT:-config/policies}
+SAMPLES=${SAMPLES:-12000}
+EPOCHS=${EPOCHS:-150}
+MAX_OBJECTS=${MAX_OBJECTS:-14}
+START=$(date +%s)
 export RAYON_NUM_THREADS=1
 
 cargo build --release -p camdnn-ilmodel
@@ -28,11 +38,13 @@ IL=target/release/ilmodel
 mkdir -p "$WORK" "$OUT"
 # The paper's dataset: the 15^3 scene grid (0..=14 objects per class), SAMPLES demonstrations.
 "$IL" demos --system "$SYSTEM" --out "$WORK/demos" --seed "$SEED" \
-    --samples "$SAMPLES" --max-objects 14 --rem-max-ms 100 --frames-per-epoch 70 --quiet
-"$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" --quiet
+    --samples "$SAMPLES" --max-objects "$MAX_OBJECTS" --rem-max-ms 100 --frames-per-epoch 70 --quiet
+"$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
+    --epochs "$EPOCHS" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"
 "$IL" eval --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
+echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS)"

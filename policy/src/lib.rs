@@ -12,7 +12,9 @@
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
-//! - [`sim`]: the discrete-event simulator, its traces and its measures.
+//! - [`sim`]: the discrete-event simulator, its traces and its measures;
+//! - [`gen`]: seeded boards and scene-trace shapes nobody tuned to; [`suite`]: every
+//!   scheduler over them, on a measure dropping frames cannot improve.
 
 #![warn(missing_docs)]
 
@@ -21,6 +23,7 @@ mod cluster;
 pub mod dispatch;
 mod error;
 pub mod features;
+pub mod gen;
 pub mod heft_dag;
 pub mod mlp;
 pub mod plan;
@@ -31,6 +34,7 @@ pub mod schedulers;
 pub mod sim;
 pub mod spec;
 pub mod stats;
+pub mod suite;
 mod system;
 
 pub use cluster::{Cluster, FinishMark, Placement};

@@ -6,6 +6,7 @@ pub mod feed;
 pub mod profile;
 pub mod serve;
 pub mod simulate;
+pub mod suite;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,10 @@ enum Command {
     /// Runs schedulers on a board profile and a scene trace in the simulator
     /// and prints frame delay, drops and utilisation side by side.
     Simulate(simulate::Args),
+    /// Runs every scheduler over generated boards x scene shapes (and any
+    /// shipped profile) and prints the full scheduler's wins and losses on
+    /// the on-time share.
+    Suite(suite::Args),
     /// Runs the daemon: serves frames on the Unix socket until SIGTERM.
     Serve(serve::Args),
     /// Streams images, a scene trace or synthetic frames to a running daemon
@@ -42,6 +47,7 @@ enum Command {
 pub fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(&args),
+        Command::Suite(args) => suite::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Feed(args) => feed::run(&args),
         Command::CheckConfig(args) => check_config::run(&args),

@@ -194,7 +194,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 const CAMDNN: &str = "camdnn";
 
 /// Loads the ONNX policy at `path` and its sidecar (`X.onnx` -> `X.policy.json`).
-fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Result<MlpPolicy> {
+pub(crate) fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Result<MlpPolicy> {
     let onnx = std::fs::read(path).with_context(|| format!("reading policy {}", path.display()))?;
     let side_path = path.with_extension("").with_extension("policy.json");
     let side = std::fs::read_to_string(&side_path)

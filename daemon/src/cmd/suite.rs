@@ -1,0 +1,265 @@
+//! `camdnnd suite`: every scheduler over generated boards x scene shapes
+//! (and any shipped profile), wins and losses of the full scheduler on the
+//! on-time share, and the geometric mean of the median delay over all
+//! offered frames.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use camdnn_policy::gen::{self, Shape};
+use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
+use camdnn_policy::sim::SimConfig;
+use camdnn_policy::suite::{run_case, tally, Case};
+use camdnn_policy::System;
+
+/// Options of `camdnnd suite`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Generated boards: seeds FIRST_SEED .. FIRST_SEED + BOARDS (board
+    /// `gen-SEED`).
+    #[arg(long, default_value_t = 30)]
+    pub boards: u64,
+    /// Seed of the first generated board.
+    #[arg(long, default_value_t = 1)]
+    pub first_seed: u64,
+    /// Comma-separated trace shapes (default: all of paper, bursts,
+    /// dominance, absent, empty, walk).
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<String>,
+    /// A shipped profile to run beside the generated boards (repeatable),
+    /// e.g. config/profiles/rb5.toml; its learned policy is taken from the
+    /// policies folder beside it when there is one.
+    #[arg(long)]
+    pub system: Vec<PathBuf>,
+    /// Folder of learned policies for generated boards (`gen-SEED.onnx` and
+    /// its `.policy.json`; train one with `scripts/train_policy.sh` on the
+    /// board file `--write-boards` writes). A board without one runs without
+    /// the `camdnn` (MLP) scheduler, and the report says so.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Write every generated board's profile as DIR/gen-SEED.toml and exit.
+    #[arg(long, value_name = "DIR")]
+    pub write_boards: Option<PathBuf>,
+    /// Comma-separated schedulers (default: `camdnn` where a policy is at
+    /// hand, and every baseline).
+    #[arg(long, value_delimiter = ',')]
+    pub schedulers: Vec<String>,
+    /// Camera frames per second (the deadline is two frame periods).
+    #[arg(long, default_value_t = 14.0)]
+    pub fps: f64,
+    /// Global step interval, ms.
+    #[arg(long, default_value_t = 5000.0)]
+    pub epoch_ms: f64,
+    /// Sync-timer WaitTime, ms.
+    #[arg(long, default_value_t = 5.0)]
+    pub wait_ms: f64,
+    /// Print every case's on-time shares, not only the tallies.
+    #[arg(long)]
+    pub cases: bool,
+}
+
+/// Report name of camdnn with the learned policy.
+const CAMDNN: &str = "camdnn";
+/// The on-time share difference counted as a tie.
+const TIE: f64 = 0.001;
+
+/// Runs the suite and prints its tallies.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let shapes: Vec<Shape> = if args.shapes.is_empty() {
+        Shape::ALL.to_vec()
+    } else {
+        args.shapes
+            .iter()
+            .map(|s| {
+                Shape::by_name(s).with_context(|| {
+                    let known: Vec<&str> = Shape::ALL.iter().map(|s| s.name()).collect();
+                    format!("unknown shape {s:?}; known: {}", known.join(", "))
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    if !(args.fps.is_finite() && args.fps > 0.0) {
+        bail!("--fps {} must be a positive number", args.fps);
+    }
+    let seeds = args.first_seed..args.first_seed.saturating_add(args.boards);
+    if let Some(dir) = &args.write_boards {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for seed in seeds {
+            let spec = gen::board(seed);
+            let path = dir.join(format!("{}.toml", spec.name));
+            std::fs::write(&path, spec.to_toml())
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+        return Ok(());
+    }
+    // (system, its learned policy if any, the seed of its traces)
+    let mut boards: Vec<(System, Option<PathBuf>, u64)> = Vec::new();
+    for path in &args.system {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading system file {}", path.display()))?;
+        let system = System::from_toml(&text)
+            .with_context(|| format!("in system file {}", path.display()))?;
+        let policy = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("..")
+            .join("policies")
+            .join(format!("{}.onnx", system.name));
+        let trace_seed = boards.len() as u64;
+        boards.push((system, policy.exists().then_some(policy), trace_seed));
+    }
+    for seed in seeds {
+        let system = System::from_spec(&gen::board(seed))
+            .with_context(|| format!("generated board {seed} does not validate"))?;
+        let policy = args
+            .policies
+            .as_ref()
+            .map(|d| d.join(format!("{}.onnx", system.name)))
+            .filter(|p| p.exists());
+        boards.push((system, policy, seed));
+    }
+    let cfg = SimConfig {
+        fps: args.fps,
+        epoch_ms: args.epoch_ms,
+        ..SimConfig::default()
+    };
+    let mut cases: Vec<Case> = Vec::new();
+    let mut without_policy = Vec::new();
+    for (system, policy, trace_seed) in &boards {
+        let heavy = gen::heavy_count(system, args.fps);
+        if policy.is_none() {
+            without_policy.push(system.name.clone());
+        }
+        for &shape in &shapes {
+            let mut scheds = build(system, policy.as_deref(), &args.schedulers, args.wait_ms)?;
+            let trace = if shape == Shape::Paper && system.name == "rb5" {
+                camdnn_policy::sim::Trace::paper_fig11()
+            } else {
+                shape.trace(system, *trace_seed, heavy)
+            };
+            let case = run_case(
+                system,
+                &system.name,
+                shape.name(),
+                &trace,
+                &mut scheds,
+                &cfg,
+            )
+            .with_context(|| format!("board {} shape {}", system.name, shape.name()))?;
+            if args.cases {
+                print_case(&case, heavy);
+            }
+            cases.push(case);
+        }
+    }
+    println!(
+        "{} boards x {} shapes = {} cases; headline: on-time share (answered within {:.0} ms = two frame periods at {} fps; a dropped frame is a miss)",
+        boards.len(),
+        shapes.len(),
+        cases.len(),
+        2000.0 / args.fps,
+        args.fps
+    );
+    if !without_policy.is_empty() && args.schedulers.iter().all(|s| s != CAMDNN) {
+        println!(
+            "no learned policy (so no `{CAMDNN}` column) for {} of {} boards{}",
+            without_policy.len(),
+            boards.len(),
+            if without_policy.len() <= 6 {
+                format!(": {}", without_policy.join(", "))
+            } else {
+                String::new()
+            }
+        );
+    }
+    for reference in [CAMDNN, "camdnn-greedy"] {
+        if cases.iter().any(|c| c.of(reference).is_some()) {
+            print_tally(&cases, reference);
+        }
+    }
+    Ok(())
+}
+
+/// The schedulers of one case: `camdnn` with the board's policy when there
+/// is one, then every baseline (or the named ones).
+fn build(
+    system: &System,
+    policy: Option<&Path>,
+    names: &[String],
+    wait_ms: f64,
+) -> anyhow::Result<Vec<Box<dyn Scheduler + Send>>> {
+    let names: Vec<String> = if names.is_empty() {
+        policy
+            .iter()
+            .map(|_| CAMDNN.to_string())
+            .chain(BASELINES.iter().map(|s| s.to_string()))
+            .collect()
+    } else {
+        names.to_vec()
+    };
+    let mut out: Vec<Box<dyn Scheduler + Send>> = Vec::new();
+    for name in &names {
+        if name == CAMDNN {
+            if let Some(path) = policy {
+                let mlp = super::simulate::load_policy(system, path)?;
+                out.push(Box::new(Camdnn::new(mlp, wait_ms).named(CAMDNN)));
+            }
+            continue;
+        }
+        match schedulers::by_name(system, name, wait_ms) {
+            Some(s) => out.push(s),
+            None => bail!(
+                "unknown scheduler {name:?}; known: {CAMDNN}, {}",
+                BASELINES.join(", ")
+            ),
+        }
+    }
+    Ok(out)
+}
+
+fn print_case(case: &Case, heavy: u32) {
+    let cells: Vec<String> = case
+        .results
+        .iter()
+        .map(|(n, h)| format!("{n} {:.3}", h.on_time))
+        .collect();
+    println!(
+        "{:<8} {:<10} heavy {:>2}: {}",
+        case.board,
+        case.shape,
+        heavy,
+        cells.join("  ")
+    );
+}
+
+fn print_tally(cases: &[Case], reference: &str) {
+    let n = cases.iter().filter(|c| c.of(reference).is_some()).count();
+    println!(
+        "\n{reference} against each scheduler over the {n} cases it ran (on-time share; ties within {TIE}):"
+    );
+    println!(
+        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>14}",
+        "other", "wins", "ties", "losses", "worst ratio", "worst case", "median speedup"
+    );
+    for t in tally(cases, reference, TIE) {
+        println!(
+            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>13.3}x{}",
+            t.other,
+            t.wins,
+            t.cases - t.wins - t.losses,
+            t.losses,
+            t.worst_ratio,
+            t.worst_case,
+            t.median_speedup,
+            if t.finite_medians < t.cases {
+                format!(
+                    " (over {} finite medians; {} infinite only for {reference})",
+                    t.finite_medians, t.reference_only_infinite
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}

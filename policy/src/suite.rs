@@ -1,0 +1,247 @@
+//! The scheduler suite: every scheduler over many boards x scene shapes, on
+//! a headline measure that dropping frames cannot improve, with wins and
+//! losses of one reference scheduler against each other one.
+
+use crate::schedulers::Scheduler;
+use crate::sim::{simulate, SimConfig, SimError, SimReport, Trace};
+use crate::stats::percentile;
+use crate::System;
+
+/// The suite's headline measure of one run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headline {
+    /// Frames answered within the deadline / frames offered (a dropped
+    /// frame is a miss).
+    pub on_time: f64,
+    /// Median delay over ALL offered frames, a dropped frame counting as an
+    /// infinite delay, ms (infinite when half the frames or more were dropped).
+    pub median_ms: f64,
+    /// Frames dropped / frames offered.
+    pub dropped: f64,
+}
+
+/// The headline measure of a simulation with deadline `deadline_ms`
+/// (the suite uses two frame periods).
+// Kept in one place so the shared accounting (issue 13, item 1) can replace it.
+pub fn headline(report: &SimReport, deadline_ms: f64) -> Headline {
+    let offered = report.frames.len().max(1) as f64;
+    let mut delays: Vec<f64> = report
+        .frames
+        .iter()
+        .map(|f| f.delay_ms.unwrap_or(f64::INFINITY))
+        .collect();
+    let on_time = delays.iter().filter(|&&d| d <= deadline_ms).count() as f64 / offered;
+    let dropped = report.dropped() as f64 / offered;
+    delays.sort_by(f64::total_cmp);
+    Headline {
+        on_time,
+        median_ms: percentile(&delays, 0.5),
+        dropped,
+    }
+}
+
+/// One board x shape and every scheduler's headline on it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// The board's name.
+    pub board: String,
+    /// The trace shape's name.
+    pub shape: String,
+    /// (scheduler, headline), in the order the schedulers were given.
+    pub results: Vec<(String, Headline)>,
+}
+
+impl Case {
+    /// The headline of scheduler `name`, if it ran on this case.
+    pub fn of(&self, name: &str) -> Option<Headline> {
+        self.results.iter().find(|(n, _)| n == name).map(|r| r.1)
+    }
+}
+
+/// Runs every scheduler over `trace` on `system` and measures each with
+/// [`headline`] at a deadline of two frame periods.
+pub fn run_case(
+    system: &System,
+    board: &str,
+    shape: &str,
+    trace: &Trace,
+    schedulers: &mut [Box<dyn Scheduler + Send>],
+    cfg: &SimConfig,
+) -> Result<Case, SimError> {
+    let deadline = 2000.0 / cfg.fps;
+    let mut results = Vec::with_capacity(schedulers.len());
+    for s in schedulers.iter_mut() {
+        let report = simulate(system, s.as_mut(), trace, cfg)?;
+        results.push((report.scheduler.clone(), headline(&report, deadline)));
+    }
+    Ok(Case {
+        board: board.into(),
+        shape: shape.into(),
+        results,
+    })
+}
+
+/// How a reference scheduler did against one other scheduler over the cases
+/// where both ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tally {
+    /// The other scheduler.
+    pub other: String,
+    /// Cases both ran.
+    pub cases: usize,
+    /// Cases where the reference's on-time share is higher by more than `tie`.
+    pub wins: usize,
+    /// Cases where it is lower by more than `tie`.
+    pub losses: usize,
+    /// The smallest on-time share ratio reference / other (1 when the other
+    /// has none on time either), and the case where it happened.
+    pub worst_ratio: f64,
+    /// "board/shape" of the worst ratio.
+    pub worst_case: String,
+    /// Geometric mean over cases of other's median delay / the reference's
+    /// (above 1: the reference is faster), over the cases where both
+    /// medians are finite.
+    pub median_speedup: f64,
+    /// Cases where both medians are finite.
+    pub finite_medians: usize,
+    /// Cases where only the reference's median is infinite (it dropped half
+    /// the frames or more, the other did not).
+    pub reference_only_infinite: usize,
+}
+
+/// The reference's wins and losses on the on-time share against every other
+/// scheduler, a difference of at most `tie` (absolute share) being a tie.
+pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
+    let mut others: Vec<String> = Vec::new();
+    for case in cases {
+        for (name, _) in &case.results {
+            if name != reference && !others.contains(name) {
+                others.push(name.clone());
+            }
+        }
+    }
+    others
+        .into_iter()
+        .map(|other| {
+            let mut t = Tally {
+                other: other.clone(),
+                cases: 0,
+                wins: 0,
+                losses: 0,
+                worst_ratio: f64::INFINITY,
+                worst_case: String::new(),
+                median_speedup: 1.0,
+                finite_medians: 0,
+                reference_only_infinite: 0,
+            };
+            let mut log_sum = 0.0;
+            for case in cases {
+                let (Some(r), Some(o)) = (case.of(reference), case.of(&other)) else {
+                    continue;
+                };
+                t.cases += 1;
+                if r.on_time > o.on_time + tie {
+                    t.wins += 1;
+                } else if r.on_time < o.on_time - tie {
+                    t.losses += 1;
+                }
+                let ratio = if o.on_time > 0.0 {
+                    r.on_time / o.on_time
+                } else {
+                    1.0
+                };
+                if ratio < t.worst_ratio {
+                    t.worst_ratio = ratio;
+                    t.worst_case = format!("{}/{}", case.board, case.shape);
+                }
+                match (r.median_ms.is_finite(), o.median_ms.is_finite()) {
+                    (true, true) => {
+                        t.finite_medians += 1;
+                        log_sum += (o.median_ms / r.median_ms).ln();
+                    }
+                    (false, true) => t.reference_only_infinite += 1,
+                    _ => {}
+                }
+            }
+            if t.finite_medians > 0 {
+                t.median_speedup = (log_sum / t.finite_medians as f64).exp();
+            }
+            if t.cases == 0 {
+                t.worst_ratio = 1.0;
+            }
+            t
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::FrameOutcome;
+
+    fn report(delays: &[Option<f64>]) -> SimReport {
+        SimReport {
+            scheduler: "x".into(),
+            frames: delays
+                .iter()
+                .map(|&d| FrameOutcome {
+                    arrival_ms: 0.0,
+                    delay_ms: d,
+                    loads: 0,
+                    busy_ms: Vec::new(),
+                    rem_at_arrival_ms: Vec::new(),
+                })
+                .collect(),
+            busy_ms: Vec::new(),
+            loads: 0,
+            load_ms: 0.0,
+            evictions: 0,
+            decisions: 0,
+            served: Vec::new(),
+            flushes: [0; 3],
+            epochs: 0,
+            epoch_loads: 0,
+            duration_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_dropped_frame_is_a_miss_and_an_infinite_delay() {
+        // Serving the heavy frames late still beats dropping them.
+        let served = headline(&report(&[Some(10.0), Some(150.0), Some(20.0)]), 100.0);
+        let dropped = headline(&report(&[Some(10.0), None, Some(20.0)]), 100.0);
+        assert_eq!(served.on_time, dropped.on_time);
+        assert_eq!((served.median_ms, dropped.median_ms), (20.0, 20.0));
+        let mostly_dropped = headline(&report(&[Some(10.0), None, None]), 100.0);
+        assert!(mostly_dropped.on_time < served.on_time);
+        assert!(mostly_dropped.median_ms.is_infinite());
+        assert!((mostly_dropped.dropped - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tally_counts_wins_losses_and_the_worst_case() {
+        let h = |on_time, median_ms| Headline {
+            on_time,
+            median_ms,
+            dropped: 0.0,
+        };
+        let case = |shape: &str, r: Headline, o: Headline| Case {
+            board: "b".into(),
+            shape: shape.into(),
+            results: vec![("ref".into(), r), ("other".into(), o)],
+        };
+        let cases = [
+            case("a", h(0.9, 50.0), h(0.8, 100.0)),
+            case("b", h(0.5, 50.0), h(1.0, 25.0)),
+            case("c", h(0.7, 40.0), h(0.7, 40.0)),
+        ];
+        let t = &tally(&cases, "ref", 0.001)[0];
+        assert_eq!(
+            (t.other.as_str(), t.cases, t.wins, t.losses),
+            ("other", 3, 1, 1)
+        );
+        assert_eq!((t.worst_ratio, t.worst_case.as_str()), (0.5, "b/b"));
+        // (2 * 0.5 * 1) ^ (1/3) = 1.
+        assert!((t.median_speedup - 1.0).abs() < 1e-12);
+    }
+}
