@@ -11,7 +11,7 @@
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
-//! - [`sim`]: the discrete-event simulator and its traces;
+//! - [`sim`]: the discrete-event simulator, its traces and its measures;
 //! - [`gen`]: seeded boards and scene-trace shapes nobody tuned to; [`suite`]: every
 //!   scheduler over them, on a measure dropping frames cannot improve.
 

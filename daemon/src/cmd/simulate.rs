@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
-use camdnn_policy::sim::{simulate, SimConfig, SimReport, Trace};
+use camdnn_policy::sim::{fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace};
 use camdnn_policy::System;
 
 /// Options of `camdnnd simulate`.
@@ -74,6 +74,15 @@ pub struct Args {
     /// its results back), ms.
     #[arg(long, default_value_t = 0.0)]
     pub batch_overhead_ms: f64,
+    /// A frame is on time when answered within this many ms of its
+    /// arrival (default: two frame periods).
+    #[arg(long)]
+    pub deadline_ms: Option<f64>,
+    /// Queue every frame however far behind the pipeline is (the paper's
+    /// no-drop mode) instead of dropping frames that arrive more than one
+    /// frame period behind.
+    #[arg(long)]
+    pub no_drop: bool,
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -106,12 +115,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         epoch_ms: args.epoch_ms,
         crop_ms: args.crop_ms,
         crop_threads: args.crop_threads,
-        drop_behind_ms: None,
+        drop_behind_ms: args.no_drop.then_some(f64::INFINITY),
         dispatch_ahead_ms: args.dispatch_ahead_ms,
         root_items: args.root_items,
         frame_prep_ms: args.frame_prep_ms,
         batch_overhead_ms: args.batch_overhead_ms,
     };
+    let deadline_ms = args.deadline_ms.unwrap_or(cfg.default_deadline_ms());
+    if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
+        bail!("--deadline-ms {deadline_ms}: must be a positive number of ms");
+    }
     let policy_path = match &args.policy {
         Some(p) => Some(p.clone()),
         None => {
@@ -134,9 +147,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         args.schedulers.clone()
     };
-    let mut reports = Vec::new();
-    for name in &names {
-        let mut s: Box<dyn Scheduler> = if name == CAMDNN {
+    let make = |name: &str| -> anyhow::Result<Box<dyn Scheduler>> {
+        if name == CAMDNN {
             let Some(path) = &policy_path else {
                 bail!(
                     "scheduler camdnn needs a learned policy: pass --policy FILE.onnx (no {}.onnx in the policies folder beside {})",
@@ -144,17 +156,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     args.system.display()
                 );
             };
-            Box::new(Camdnn::new(load_policy(&system, path)?, args.wait_ms).named(CAMDNN))
+            Ok(Box::new(
+                Camdnn::new(load_policy(&system, path)?, args.wait_ms).named(CAMDNN),
+            ))
         } else {
             match schedulers::by_name(&system, name, args.wait_ms) {
-                Some(s) => s,
+                Some(s) => Ok(s),
                 None => bail!(
                     "unknown scheduler {name:?}; known: {CAMDNN}, {}",
                     BASELINES.join(", ")
                 ),
             }
-        };
-        reports.push(simulate(&system, s.as_mut(), &trace, &cfg)?);
+        }
+    };
+    let mut reports = Vec::new();
+    for name in &names {
+        reports.push(simulate(&system, make(name)?.as_mut(), &trace, &cfg)?);
     }
     let reference = args.reference.clone().unwrap_or_else(|| {
         if names.iter().any(|n| n == CAMDNN) {
@@ -165,10 +182,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     });
     if args.json {
         for r in &reports {
-            println!("{}", report_json(&system, r));
+            println!("{}", report_json(&system, r, deadline_ms));
         }
     } else {
-        print_table(&system, &trace, &reports, &reference);
+        print_table(&system, &trace, &reports, &reference, deadline_ms);
     }
     Ok(())
 }
@@ -191,68 +208,111 @@ pub(crate) fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Re
     })
 }
 
-fn print_table(system: &System, trace: &Trace, reports: &[SimReport], reference: &str) {
+fn print_table(
+    system: &System,
+    trace: &Trace,
+    reports: &[SimReport],
+    reference: &str,
+    deadline_ms: f64,
+) {
     println!(
-        "system {:?}: {} frames in {} scenes",
+        "system {:?}: {} frames in {} scenes; deadline {deadline_ms:.1} ms",
         system.name,
         trace.frames(),
         trace.segments.len()
     );
+    println!(
+        "delays are over all offered frames, a dropped frame counting as a miss (printed `miss`)"
+    );
     let procs: Vec<&str> = system.processors.iter().map(|p| p.name.as_str()).collect();
     println!(
-        "{:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}  util({})",
+        "{:<18} {:>8} {:>7} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}  util({})",
         "scheduler",
-        "mean ms",
-        "p50 ms",
-        "p99 ms",
-        "std ms",
+        "on-time",
+        "on time",
+        "late",
         "dropped",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "mean ms",
         "loads",
         "evict",
         procs.join("/")
     );
-    for r in reports {
-        let d = r.delay();
+    let mut ranked: Vec<(&SimReport, Accounting)> = reports
+        .iter()
+        .map(|r| (r, r.accounting(deadline_ms)))
+        .collect();
+    ranked.sort_by(|a, b| a.1.rank_cmp(&b.1));
+    for (r, a) in &ranked {
         let util: Vec<String> = r
             .utilisation()
             .iter()
             .map(|u| format!("{:.0}%", u * 100.0))
             .collect();
         println!(
-            "{:<18} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8} {:>6} {:>6}  {}",
+            "{:<18} {:>7.1}% {:>7} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}  {}",
             r.scheduler,
-            d.mean,
-            d.p50,
-            d.p99,
-            d.std,
-            r.dropped(),
+            a.goodput() * 100.0,
+            a.on_time,
+            a.late,
+            a.dropped,
+            fmt_delay(a.delay.p50),
+            fmt_delay(a.delay.p90),
+            fmt_delay(a.delay.p99),
+            a.delay.mean.map_or("-".into(), fmt_delay),
             r.loads,
             r.evictions,
             util.join("/")
         );
     }
-    if let Some(base) = reports.iter().find(|r| r.scheduler == reference) {
-        let b = base.delay().mean;
-        println!("\nmean frame delay relative to {reference} (= 1.00x):");
-        for r in reports.iter().filter(|r| r.scheduler != reference) {
-            println!("  {:<18} {:.2}x", r.scheduler, r.delay().mean / b);
+    if let Some((_, base)) = ranked.iter().find(|(r, _)| r.scheduler == reference) {
+        println!(
+            "\nranked best first by on-time share, then p50/p90/p99 over all offered frames;\nrelative to {reference} (= 1.00x; p50 speed-up = its p50 / the scheduler's):"
+        );
+        for (r, a) in ranked.iter().filter(|(r, _)| r.scheduler != reference) {
+            let speedup = if a.delay.p50.is_finite() && base.delay.p50.is_finite() {
+                format!("{:.2}x", base.delay.p50 / a.delay.p50)
+            } else {
+                "- (a p50 is a miss)".into()
+            };
+            println!(
+                "  {:<18} on-time {:.2}x  p50 speed-up {speedup}",
+                r.scheduler,
+                a.goodput() / base.goodput().max(1e-12),
+            );
         }
     }
 }
 
-fn report_json(system: &System, r: &SimReport) -> String {
+fn report_json(system: &System, r: &SimReport, deadline_ms: f64) -> String {
     let d = r.delay();
+    let a = r.accounting(deadline_ms);
     let util: serde_json::Map<String, serde_json::Value> = system
         .processors
         .iter()
         .zip(r.utilisation())
         .map(|(p, u)| (p.name.clone(), serde_json::json!(u)))
         .collect();
+    // A percentile that falls on a dropped frame is a miss: JSON null.
+    let finite = |v: f64| v.is_finite().then_some(v);
     serde_json::json!({
         "scheduler": r.scheduler,
         "frames": r.frames.len(),
-        "dropped": r.dropped(),
-        "delay_ms": {"mean": d.mean, "p50": d.p50, "p99": d.p99, "std": d.std, "max": d.max},
+        "deadline_ms": deadline_ms,
+        "offered": a.offered,
+        "on_time": a.on_time,
+        "late": a.late,
+        "dropped": a.dropped,
+        "goodput": a.goodput(),
+        "offered_delay_ms": {
+            "p50": finite(a.delay.p50),
+            "p90": finite(a.delay.p90),
+            "p99": finite(a.delay.p99),
+            "mean": a.delay.mean,
+        },
+        "served_delay_ms": {"mean": d.mean, "p50": d.p50, "p99": d.p99, "std": d.std, "max": d.max},
         "utilisation": util,
         "loads": r.loads,
         "load_ms": r.load_ms,

@@ -5,11 +5,13 @@
 //! Deterministic: the same system, trace, config and scheduler give the
 //! same report.
 
+mod measure;
 mod trace;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+pub use measure::{default_deadline_ms, fmt_delay, Accounting, OfferedDelay};
 pub use trace::{full_scene, Segment, Trace};
 
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
@@ -30,7 +32,8 @@ pub struct SimConfig {
     pub crop_threads: usize,
     /// Drop a new frame when some processor still has more than this much
     /// queued work, i.e. the pipeline is that far behind, ms (`None`: one
-    /// frame period).
+    /// frame period; `Some(f64::INFINITY)`: the no-drop mode of
+    /// [`SimConfig::no_drop`]).
     pub drop_behind_ms: Option<f64>,
     /// Late binding as the daemon's `pipeline.dispatch_ahead_ms`: a batch
     /// whose chosen host has more queued work than this waits and is placed
@@ -63,6 +66,22 @@ impl Default for SimConfig {
             frame_prep_ms: 0.0,
             batch_overhead_ms: 0.0,
         }
+    }
+}
+
+impl SimConfig {
+    /// The no-drop mode, as the paper measured: every frame is queued,
+    /// however far behind the pipeline is.
+    pub fn no_drop(self) -> SimConfig {
+        SimConfig {
+            drop_behind_ms: Some(f64::INFINITY),
+            ..self
+        }
+    }
+
+    /// The default deadline for these knobs: two frame periods, ms.
+    pub fn default_deadline_ms(&self) -> f64 {
+        default_deadline_ms(self.fps)
     }
 }
 
@@ -112,7 +131,22 @@ pub struct SimReport {
 }
 
 impl SimReport {
-    /// Delay statistics over the frames that were processed.
+    /// Every offered frame accounted as on time, late or dropped against
+    /// `deadline_ms`, with delay percentiles over all of them (the headline
+    /// measure: [`Accounting`]).
+    pub fn accounting(&self, deadline_ms: f64) -> Accounting {
+        Accounting::of(&self.frames, deadline_ms)
+    }
+
+    /// On-time share of offered frames against `deadline_ms`.
+    pub fn goodput(&self, deadline_ms: f64) -> f64 {
+        self.accounting(deadline_ms).goodput()
+    }
+
+    /// Delay statistics over the frames that were processed only. A
+    /// scheduler that drops slow frames looks better here: not a ranking
+    /// measure (see [`SimReport::accounting`]); it is the paper's figure in
+    /// no-drop runs, where every frame is processed.
     pub fn delay(&self) -> Summary {
         let d: Vec<f64> = self.frames.iter().filter_map(|f| f.delay_ms).collect();
         Summary::of(&d)

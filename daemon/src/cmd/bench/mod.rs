@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use camdnn_policy::schedulers;
-use camdnn_policy::sim::{simulate, SimConfig, SimReport, Trace};
+use camdnn_policy::sim::{
+    default_deadline_ms, fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace,
+};
 use camdnn_policy::stats::Summary;
 use camdnn_policy::{ModelId, System};
 use camdnn_protocol::{Frame, FrameResult, PixelFormat};
@@ -118,6 +120,11 @@ pub struct Args {
     /// Timed runs per batch size of --profile-now (the median is used).
     #[arg(long, default_value_t = super::profile::RUNS)]
     pub profile_runs: usize,
+    /// A frame of the open loop is on time when answered within this many
+    /// ms of its submission (default: two frame periods at the open loop's
+    /// rate).
+    #[arg(long)]
+    pub deadline_ms: Option<f64>,
     /// Also print one JSON object with every figure.
     #[arg(long)]
     pub json: bool,
@@ -137,14 +144,28 @@ impl Figures {
     fn fps(&self) -> f64 {
         self.frames as f64 / self.seconds.max(1e-9)
     }
+    /// Delay statistics of the answered frames only.
     fn summary(&self) -> Summary {
         Summary::of(&self.delays_ms)
     }
+    /// Every submitted frame against `deadline_ms`, a failed one counting
+    /// as a miss in the percentiles (`policy::sim::Accounting`).
+    fn accounting(&self, deadline_ms: f64) -> Accounting {
+        let offered: Vec<Option<f64>> = self
+            .delays_ms
+            .iter()
+            .map(|&d| Some(d))
+            .chain(std::iter::repeat_n(None, self.failed))
+            .collect();
+        Accounting::of_delays(&offered, deadline_ms)
+    }
     fn json(&self) -> serde_json::Value {
-        let s = self.summary();
+        // No deadline in a closed loop: only the percentiles are used.
+        let a = self.accounting(f64::INFINITY).delay;
+        let finite = |v: f64| v.is_finite().then_some(v);
         json!({"name": self.name, "frames": self.frames, "seconds": self.seconds,
-               "fps": self.fps(), "p50_ms": s.p50, "p99_ms": s.p99, "mean_ms": s.mean,
-               "failed": self.failed})
+               "fps": self.fps(), "p50_ms": finite(a.p50), "p99_ms": finite(a.p99),
+               "mean_ms": a.mean, "failed": self.failed})
     }
 }
 
@@ -156,6 +177,11 @@ struct BenchFrame {
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(d) = args.deadline_ms {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--deadline-ms {d}: must be a positive number of ms");
+        }
+    }
     let mut cfg = DaemonConfig::load(&args.config)?;
     if args.profile_now {
         eprintln!("measuring this host's profile first (--profile-now) ...");
@@ -378,14 +404,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     all.extend(seq.iter());
     all.extend(py.iter());
     for f in &all {
-        let s = f.summary();
+        // Over every frame sent: a failed frame is a miss, and the mean is
+        // only defined when none failed.
+        let a = f.accounting(f64::INFINITY).delay;
         println!(
-            "{:<50} {:>9.2} {:>9.1} {:>9.1} {:>9.1} {:>7}",
+            "{:<50} {:>9.2} {:>9} {:>9} {:>9} {:>7}",
             f.name,
             f.fps(),
-            s.p50,
-            s.p99,
-            s.mean,
+            fmt_delay(a.p50),
+            fmt_delay(a.p99),
+            a.mean.map_or("-".into(), fmt_delay),
             f.failed
         );
     }
@@ -446,6 +474,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 let predicted =
                     Summary::of(&sim.iter().flatten().copied().collect::<Vec<_>>()).mean;
                 print_scenes(trace, by_frame, &sim);
+                let deadline_ms = args.deadline_ms.unwrap_or(default_deadline_ms(*fps));
+                let sim_acc = Accounting::of_delays(&sim, deadline_ms);
+                let open_acc = Accounting::of_delays(by_frame, deadline_ms);
+                println!(
+                    "\nopen loop, every offered frame against a {deadline_ms:.1} ms deadline (a dropped frame is a miss):"
+                );
+                for (who, a) in [("measured", &open_acc), ("simulated", &sim_acc)] {
+                    println!("  {who:<9} {}", accounting_line(a));
+                }
                 println!(
                     "\nopen loop at {fps:.2} fps, {} frames: measured mean frame delay {:.1} ms (p50 {:.1}, p99 {:.1}); \
                      simulator ({}, profile {}, crop_ms {:.3}, frame_prep_ms {:.2} and batch_overhead_ms {:.3} as the pipeline measured them in this open loop): {:.1} ms; measured / simulated = {:.3}",
@@ -471,7 +508,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                         "(the detector ran {root_items} items per frame, one per pyramid scale; the simulator runs as many)"
                     );
                 }
-                sim_json = json!({"fps": fps, "measured_mean_ms": measured.mean,
+                sim_json = json!({"fps": fps, "deadline_ms": deadline_ms,
+                    "measured_goodput": open_acc.goodput(), "simulated_goodput": sim_acc.goodput(),
+                    "measured_dropped": open_acc.dropped, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
                     "crop_ms": host.crop_ms, "frame_prep_ms": host.frame_prep_ms,
                     "batch_overhead_ms": host.batch_overhead_ms, "scheduler": sim_name,
@@ -493,6 +532,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// One line of a run's accounting: on time / late / dropped of offered,
+/// goodput and the percentiles over all offered frames.
+fn accounting_line(a: &Accounting) -> String {
+    format!(
+        "{} offered: {} on time, {} late, {} dropped; on-time share {:.1}%; p50 {} p90 {} p99 {} ms",
+        a.offered,
+        a.on_time,
+        a.late,
+        a.dropped,
+        a.goodput() * 100.0,
+        fmt_delay(a.delay.p50),
+        fmt_delay(a.delay.p90),
+        fmt_delay(a.delay.p99)
+    )
 }
 
 /// Every sample the metrics recorder holds, `name{labels}` -> value.
