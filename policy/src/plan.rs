@@ -146,6 +146,25 @@ impl Plan {
             .fold(d, f64::max)
     }
 
+    /// The stream's bottleneck: the most planned work any one unit does per
+    /// frame, the detector's run included on its unit, ms. Under sustained
+    /// load the frames queue behind this unit, so a stream of frames every P
+    /// ms is sustainable only when this is at most P; [`Plan::makespan_ms`]
+    /// (one frame on the units as they are now) cannot see that.
+    pub fn cycle_ms(&self, system: &System, input: &PlanInput, detector: Detector) -> f64 {
+        system
+            .proc_ids()
+            .map(|j| {
+                let w = self.work_ms(system, input, j);
+                if j == detector.proc {
+                    w + detector.exec_ms
+                } else {
+                    w
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// Why this plan is not feasible for the scene, if it is not.
     pub fn infeasibility(&self, system: &System, input: &PlanInput) -> Option<String> {
         for i in system.model_ids() {

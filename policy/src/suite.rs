@@ -3,8 +3,9 @@
 //! losses of one reference scheduler against each other one.
 
 use crate::schedulers::Scheduler;
-use crate::sim::{simulate, SimConfig, SimError, SimReport, Trace};
-use crate::stats::percentile;
+use crate::sim::{
+    default_deadline_ms, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
+};
 use crate::System;
 
 /// The suite's headline measure of one run.
@@ -21,22 +22,13 @@ pub struct Headline {
 }
 
 /// The headline measure of a simulation with deadline `deadline_ms`
-/// (the suite uses two frame periods).
-// Kept in one place so the shared accounting (issue 13, item 1) can replace it.
+/// (the suite uses two frame periods), from the simulator's accounting.
 pub fn headline(report: &SimReport, deadline_ms: f64) -> Headline {
-    let offered = report.frames.len().max(1) as f64;
-    let mut delays: Vec<f64> = report
-        .frames
-        .iter()
-        .map(|f| f.delay_ms.unwrap_or(f64::INFINITY))
-        .collect();
-    let on_time = delays.iter().filter(|&&d| d <= deadline_ms).count() as f64 / offered;
-    let dropped = report.dropped() as f64 / offered;
-    delays.sort_by(f64::total_cmp);
+    let a = Accounting::of(&report.frames, deadline_ms);
     Headline {
-        on_time,
-        median_ms: percentile(&delays, 0.5),
-        dropped,
+        on_time: a.goodput(),
+        median_ms: a.delay.p50,
+        dropped: a.dropped as f64 / a.offered.max(1) as f64,
     }
 }
 
@@ -68,7 +60,7 @@ pub fn run_case(
     schedulers: &mut [Box<dyn Scheduler + Send>],
     cfg: &SimConfig,
 ) -> Result<Case, SimError> {
-    let deadline = 2000.0 / cfg.fps;
+    let deadline = default_deadline_ms(cfg.fps);
     let mut results = Vec::with_capacity(schedulers.len());
     for s in schedulers.iter_mut() {
         let report = simulate(system, s.as_mut(), trace, cfg)?;

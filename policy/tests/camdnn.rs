@@ -148,3 +148,61 @@ fn start_up_fills_free_slots_but_not_the_detector_unit() {
         "the idle GPU gets two models"
     );
 }
+
+/// The paper's Sec. 5.3 scene (13 people, 11 cars, 2 bicycles) on rb5 with
+/// the models resident where the paper starts (detector on the CPU, cars on
+/// the GPU, people and bicycles on the DSP), checked by hand.
+#[test]
+fn the_adoption_test_weighs_the_bottleneck_under_load_then_the_makespan() {
+    use camdnn_policy::schedulers::beats;
+    use camdnn_policy::Detector;
+    let system = rb5();
+    let m = |n: &str| system.model_by_name(n).unwrap();
+    let p = |n: &str| system.proc_by_name(n).unwrap();
+    let (cpu, gpu, dsp) = (p("cpu"), p("gpu"), p("dsp"));
+    let scene = full_scene(&system, &[13, 11, 2]);
+    let mut stay = Plan::empty(&system);
+    stay.set_resident(m("detector"), cpu, true);
+    stay.set_resident(m("squeezenet"), gpu, true);
+    stay.set_resident(m("inception_v1"), dsp, true);
+    stay.set_resident(m("mobilenet_v1"), dsp, true);
+    let residency = stay.residency().to_vec();
+    // Cars 5+5+1 on the GPU: 27.4 * 2 + 15.2 = 70.0 ms; people 5+5+3 and
+    // bicycles 2 on the DSP: 14.8 * 2 + 10.4 + 4.4 = 44.4 ms.
+    stay.set_batches(m("squeezenet"), gpu, 5, 2);
+    stay.set_batches(m("squeezenet"), gpu, 1, 1);
+    stay.set_batches(m("inception_v1"), dsp, 5, 2);
+    stay.set_batches(m("inception_v1"), dsp, 3, 1);
+    stay.set_batches(m("mobilenet_v1"), dsp, 2, 1);
+    // The paper's step 3: two cars to the CPU (load 20.6 ms over 70 frames),
+    // cars 5+4 on the GPU: 49.4 ms; the CPU: 23.0 + 20.6 / 70 ms plus the
+    // detector's 27 ms.
+    let mut new = stay.clone();
+    new.set_resident(m("squeezenet"), cpu, true);
+    new.set_batches(m("squeezenet"), gpu, 1, 0);
+    new.set_batches(m("squeezenet"), gpu, 5, 1);
+    new.set_batches(m("squeezenet"), gpu, 4, 1);
+    new.set_batches(m("squeezenet"), cpu, 2, 1);
+    let rem = vec![0.0; system.num_processors()];
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &residency,
+        frames_per_epoch: 70.0,
+    };
+    assert_eq!(stay.infeasibility(&system, &input), None);
+    assert_eq!(new.infeasibility(&system, &input), None);
+    let det = Detector::fastest(&system);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(stay.cycle_ms(&system, &input, det), 70.0));
+    assert!(close(stay.makespan_ms(&system, &input, det), 97.0));
+    let cpu_cycle = 27.0 + 23.0 + 20.6 / 70.0;
+    assert!(close(new.cycle_ms(&system, &input, det), cpu_cycle));
+    // Frames every 40 ms: neither plan keeps up, the one with the lighter
+    // bottleneck falls behind more slowly.
+    assert!(beats(&system, &input, &new, &stay, 40.0));
+    assert!(!beats(&system, &input, &stay, &new, 40.0));
+    // Frames every 100 ms: both keep up, so one frame's makespan decides.
+    assert!(beats(&system, &input, &new, &stay, 100.0));
+    assert!(!beats(&system, &input, &stay, &stay, 100.0));
+}

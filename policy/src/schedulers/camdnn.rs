@@ -46,6 +46,8 @@ pub struct Camdnn<G: GlobalPolicy> {
     /// The plan's makespan when it was made, ms: a planned host whose queue
     /// alone is longer has fallen behind the plan.
     plan_makespan: f64,
+    /// When the last global step ran, ms (0 before the first).
+    last_epoch_ms: f64,
 }
 
 impl<G: GlobalPolicy> Camdnn<G> {
@@ -61,6 +63,7 @@ impl<G: GlobalPolicy> Camdnn<G> {
             quota: Vec::new(),
             plan_residency: Vec::new(),
             plan_makespan: f64::INFINITY,
+            last_epoch_ms: 0.0,
         }
     }
 
@@ -101,6 +104,22 @@ impl<G: GlobalPolicy> Camdnn<G> {
             self.plan_residency.extend_from_slice(cluster.residency());
         }
     }
+}
+
+/// Whether `new` beats `stay` for a stream of frames every `period_ms`:
+/// first on the bottleneck unit's work per frame where it exceeds the period
+/// (a plan the stream cannot sustain queues without bound, whatever one
+/// frame's makespan), then on the makespan. Both plans must have been
+/// searched alike, so the test compares like with like.
+pub fn beats(system: &System, input: &PlanInput, new: &Plan, stay: &Plan, period_ms: f64) -> bool {
+    let det = Detector::fastest(system);
+    let sustained = |p: &Plan| p.cycle_ms(system, input, det).max(period_ms);
+    let (cn, cs) = (sustained(new), sustained(stay));
+    if cn < cs * (1.0 - 1e-6) {
+        return true;
+    }
+    cn <= cs * (1.0 + 1e-6)
+        && new.makespan_ms(system, input, det) < stay.makespan_ms(system, input, det) - 1e-9
 }
 
 /// The plan that keeps the current residency: every request placed greedily
@@ -232,14 +251,16 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             return EpochOutcome::default();
         };
         let detector = Detector::fastest(system);
-        // Loads are in the new plan's makespan amortised over the epoch, so a
-        // lower makespan means the gain over the epoch exceeds the load cost.
-        let stay = stay_plan(system, &input);
+        // The frame period, from the epoch's length and its frames.
+        let period = (now - self.last_epoch_ms) / frames_per_epoch.max(1.0);
+        self.last_epoch_ms = now;
+        // Like with like: the new plan was searched, so is the stay plan.
+        // Loads are in the new plan's work amortised over the epoch, so a
+        // better plan pays for its loads over the epoch.
+        let search = self.resplit.get_or_insert_with(|| Search::new(system));
+        let stay = stay_split(system, &input, search);
         let adopt = match &stay {
-            Some(stay) => {
-                new.makespan_ms(system, &input, detector)
-                    < stay.makespan_ms(system, &input, detector) - 1e-9
-            }
+            Some(stay) => beats(system, &input, &new, stay, period),
             None => true,
         };
         let loads = if adopt {
