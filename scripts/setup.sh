@@ -20,6 +20,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
+# Prometheus and promtool for the metrics tests (daemon/tests/prometheus_real.rs):
+# a real server scrapes camdnnd, promtool checks /metrics and the shipped rules.
+# Without recommends (prometheus-node-exporter); the package's service is not
+# started by the tests, which run their own on a free port.
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+  echo "setup: installing Debian package: prometheus"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus
+fi
+
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv

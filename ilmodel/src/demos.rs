@@ -13,6 +13,13 @@
 //! Solve times are wall-clock measurements and go to a separate file,
 //! `solve_times.jsonl`, so they do not break that identity. The format is
 //! documented in ilmodel/README.md.
+//!
+//! A run also splits across machines: [`Shard`] `i` of `N` solves the chunks
+//! `c` with `c mod N == i` into the shared output folder
+//! ([`generate_shard`]; the index may come from a Kubernetes Indexed Job's
+//! `JOB_COMPLETION_INDEX` or a Slurm array's `SLURM_ARRAY_TASK_ID`), and
+//! [`merge_run`] then writes the same `demos.jsonl`, byte for byte, as one
+//! machine would have.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -191,88 +198,271 @@ pub struct DemoSummary {
     pub times_path: PathBuf,
 }
 
+/// One of `count` index-addressed parts of a run: the chunks `c` with
+/// `c mod count == index`. Interleaved rather than contiguous, so every
+/// shard gets a like share of the grid's easy and hard scenes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based index of this shard.
+    pub index: u64,
+    /// Number of shards.
+    pub count: u64,
+}
+
+/// Environment variables [`Shard::parse`] reads an index from when named:
+/// a Kubernetes Indexed Job's and a Slurm job array's.
+pub const SHARD_INDEX_VARS: [&str; 2] = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"];
+
+impl Shard {
+    /// Parses `I/N`, where `I` is a number or one of [`SHARD_INDEX_VARS`],
+    /// read through `env` (for `SLURM_ARRAY_TASK_ID`, minus
+    /// `SLURM_ARRAY_TASK_MIN` when set, so `--array=1-8` works as well as
+    /// `--array=0-7`).
+    pub fn parse(spec: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard, DemoError> {
+        let bad = |reason: String| DemoError::BadShard {
+            spec: spec.to_owned(),
+            reason,
+        };
+        let (i, n) = spec
+            .split_once('/')
+            .ok_or_else(|| bad("expected I/N, e.g. 3/8 or JOB_COMPLETION_INDEX/8".into()))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("N = {n:?} is not a whole number")))?;
+        if count == 0 {
+            return Err(bad("N must be at least 1".into()));
+        }
+        let number = |what: &str, v: &str| -> Result<u64, DemoError> {
+            v.trim()
+                .parse()
+                .map_err(|_| bad(format!("{what} = {v:?} is not a whole number")))
+        };
+        let i = i.trim();
+        let index = if SHARD_INDEX_VARS.contains(&i) {
+            let v =
+                env(i).ok_or_else(|| bad(format!("the environment variable {i} is not set")))?;
+            let mut index = number(i, &v)?;
+            if i == "SLURM_ARRAY_TASK_ID" {
+                if let Some(min) = env("SLURM_ARRAY_TASK_MIN") {
+                    let min = number("SLURM_ARRAY_TASK_MIN", &min)?;
+                    index = index
+                        .checked_sub(min)
+                        .ok_or_else(|| bad(format!("{i} = {v} is below SLURM_ARRAY_TASK_MIN")))?;
+                }
+            }
+            index
+        } else if i.chars().all(|c| c.is_ascii_digit()) && !i.is_empty() {
+            number("I", i)?
+        } else {
+            return Err(bad(format!(
+                "I = {i:?} is neither a number nor one of {SHARD_INDEX_VARS:?}"
+            )));
+        };
+        if index >= count {
+            return Err(bad(format!("index {index} is not below N = {count}")));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether chunk `c` belongs to this shard.
+    pub fn owns(&self, c: usize) -> bool {
+        c as u64 % self.count == self.index
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// What one shard did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardSummary {
+    /// The shard.
+    pub shard: Shard,
+    /// Chunks of the whole run.
+    pub chunks: usize,
+    /// Chunks this shard owns.
+    pub owned: usize,
+    /// Owned chunks found finished and reused.
+    pub chunks_reused: usize,
+    /// Owned chunks solved by this invocation.
+    pub chunks_solved: usize,
+}
+
 /// Generates (or resumes) a run; see the module doc.
 pub fn generate(config: &DemoConfig) -> Result<DemoSummary, DemoError> {
-    check_config(config)?;
-    let system = System::from_toml(&config.system_toml)?;
-    let detector = Detector::fastest(&system);
-    let manifest = manifest(config, &system, detector);
-    let chunk_dir = config.out.join("chunks");
-    fs::create_dir_all(&chunk_dir).map_err(|e| io(&chunk_dir, e))?;
-    let manifest_path = config.out.join("manifest.json");
-    if manifest_path.exists() {
-        let text = fs::read_to_string(&manifest_path).map_err(|e| io(&manifest_path, e))?;
-        let found: Manifest = serde_json::from_str(&text).map_err(|e| DemoError::Corrupt {
-            path: manifest_path.clone(),
-            reason: e.to_string(),
-        })?;
-        compare_manifest(&config.out, &found, &manifest)?;
-    } else {
-        let text = serde_json::to_string_pretty(&manifest).expect("a manifest serialises") + "\n";
-        write_atomic(&manifest_path, text.as_bytes())?;
-    }
+    let run = Run::open(config)?;
+    let (reused, solved) = run.solve(config, |_| true)?;
+    run.merge(config, reused, solved)
+}
 
-    let chunks = config.samples.div_ceil(config.chunk_size) as usize;
-    let pending: Vec<usize> = (0..chunks)
-        .filter(|&c| !(chunk_path(&chunk_dir, c).exists() && times_path(&chunk_dir, c).exists()))
-        .collect();
-    let reused = chunks - pending.len();
-    let done_demos: u64 = (0..chunks)
-        .filter(|c| pending.binary_search(c).is_err())
-        .map(|c| chunk_range(config, c).count() as u64)
-        .sum();
-
-    let bar = if config.progress {
-        let bar = ProgressBar::new(config.samples);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:40}] {pos}/{len} demos ({per_sec}, {eta} left)",
-            )
-            .expect("a valid template")
-            .progress_chars("=> "),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_position(done_demos);
-
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<DemoError>> = Mutex::new(None);
-    let jobs = config.jobs.clamp(1, pending.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&c) = pending.get(n) else { return };
-                if let Err(e) = solve_chunk(config, &system, detector, &chunk_dir, c, &bar, &stop) {
-                    stop.store(true, Ordering::Relaxed);
-                    let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
-                    slot.get_or_insert(e);
-                    return;
-                }
-            });
-        }
-    });
-    bar.finish_and_clear();
-    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    let (infeasible, time_limited) = merge(config, &chunk_dir, chunks)?;
-    Ok(DemoSummary {
-        samples: config.samples,
-        chunks,
-        chunks_reused: reused,
-        chunks_solved: pending.len(),
-        infeasible,
-        time_limited,
-        demos_path: config.out.join("demos.jsonl"),
-        times_path: config.out.join("solve_times.jsonl"),
+/// Solves the chunks of `shard` into `config.out` (resuming like
+/// [`generate`]) without merging: the other shards may still be running.
+/// Shards of one run may share the folder (a shared volume).
+pub fn generate_shard(config: &DemoConfig, shard: Shard) -> Result<ShardSummary, DemoError> {
+    let run = Run::open(config)?;
+    let (chunks_reused, chunks_solved) = run.solve(config, |c| shard.owns(c))?;
+    Ok(ShardSummary {
+        shard,
+        chunks: run.chunks,
+        owned: (0..run.chunks).filter(|&c| shard.owns(c)).count(),
+        chunks_reused,
+        chunks_solved,
     })
+}
+
+/// Merges a run whose chunks the shards have all written (solves nothing):
+/// the same `demos.jsonl` as [`generate`] on one machine. Fails naming the
+/// unfinished chunks if any shard has not finished.
+pub fn merge_run(config: &DemoConfig) -> Result<DemoSummary, DemoError> {
+    let run = Run::open(config)?;
+    let missing: Vec<usize> = (0..run.chunks)
+        .filter(|&c| !chunk_finished(&run.chunk_dir, c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(DemoError::Incomplete {
+            dir: config.out.clone(),
+            missing: missing.len(),
+            chunks: run.chunks,
+            first: missing.into_iter().take(8).collect(),
+        });
+    }
+    run.merge(config, run.chunks, 0)
+}
+
+fn chunk_finished(dir: &Path, c: usize) -> bool {
+    chunk_path(dir, c).exists() && times_path(dir, c).exists()
+}
+
+/// A run's folder, manifest checked: what solving and merging share.
+struct Run {
+    system: System,
+    detector: Detector,
+    chunk_dir: PathBuf,
+    chunks: usize,
+}
+
+impl Run {
+    /// Checks the parameters, then creates the folder and its manifest or
+    /// checks the manifest already there.
+    fn open(config: &DemoConfig) -> Result<Run, DemoError> {
+        check_config(config)?;
+        let system = System::from_toml(&config.system_toml)?;
+        let detector = Detector::fastest(&system);
+        let manifest = manifest(config, &system, detector);
+        let chunk_dir = config.out.join("chunks");
+        fs::create_dir_all(&chunk_dir).map_err(|e| io(&chunk_dir, e))?;
+        let manifest_path = config.out.join("manifest.json");
+        if manifest_path.exists() {
+            let text = fs::read_to_string(&manifest_path).map_err(|e| io(&manifest_path, e))?;
+            let found: Manifest = serde_json::from_str(&text).map_err(|e| DemoError::Corrupt {
+                path: manifest_path.clone(),
+                reason: e.to_string(),
+            })?;
+            compare_manifest(&config.out, &found, &manifest)?;
+        } else {
+            let text =
+                serde_json::to_string_pretty(&manifest).expect("a manifest serialises") + "\n";
+            write_atomic(&manifest_path, text.as_bytes())?;
+        }
+        Ok(Run {
+            system,
+            detector,
+            chunk_dir,
+            chunks: config.samples.div_ceil(config.chunk_size) as usize,
+        })
+    }
+
+    /// Solves the unfinished chunks `wanted` accepts; (reused, solved).
+    fn solve(
+        &self,
+        config: &DemoConfig,
+        wanted: impl Fn(usize) -> bool,
+    ) -> Result<(usize, usize), DemoError> {
+        let (system, detector, chunk_dir) = (&self.system, self.detector, &self.chunk_dir);
+        let mine: Vec<usize> = (0..self.chunks).filter(|&c| wanted(c)).collect();
+        let pending: Vec<usize> = mine
+            .iter()
+            .copied()
+            .filter(|&c| !chunk_finished(chunk_dir, c))
+            .collect();
+        let reused = mine.len() - pending.len();
+        let total: u64 = mine
+            .iter()
+            .map(|&c| chunk_range(config, c).count() as u64)
+            .sum();
+        let done_demos: u64 = mine
+            .iter()
+            .filter(|c| pending.binary_search(c).is_err())
+            .map(|&c| chunk_range(config, c).count() as u64)
+            .sum();
+
+        let bar = if config.progress {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:40}] {pos}/{len} demos ({per_sec}, {eta} left)",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_position(done_demos);
+
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let failure: Mutex<Option<DemoError>> = Mutex::new(None);
+        let jobs = config.jobs.clamp(1, pending.len().max(1));
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| loop {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&c) = pending.get(n) else { return };
+                    if let Err(e) = solve_chunk(config, system, detector, chunk_dir, c, &bar, &stop)
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                        let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert(e);
+                        return;
+                    }
+                });
+            }
+        });
+        bar.finish_and_clear();
+        if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        Ok((reused, pending.len()))
+    }
+
+    /// Merges every chunk into `demos.jsonl` and `solve_times.jsonl`.
+    fn merge(
+        &self,
+        config: &DemoConfig,
+        reused: usize,
+        solved: usize,
+    ) -> Result<DemoSummary, DemoError> {
+        let (infeasible, time_limited) = merge(config, &self.chunk_dir, self.chunks)?;
+        Ok(DemoSummary {
+            samples: config.samples,
+            chunks: self.chunks,
+            chunks_reused: reused,
+            chunks_solved: solved,
+            infeasible,
+            time_limited,
+            demos_path: config.out.join("demos.jsonl"),
+            times_path: config.out.join("solve_times.jsonl"),
+        })
+    }
 }
 
 fn check_config(c: &DemoConfig) -> Result<(), DemoError> {
@@ -628,8 +818,17 @@ fn times_path(dir: &Path, c: usize) -> PathBuf {
     dir.join(format!("chunk-{c:06}.times.jsonl"))
 }
 
+/// Writes `bytes` to a temporary file beside `path` and renames it. The
+/// temporary name is this writer's own (clock, process id and a counter:
+/// pods on different machines may share a process id), so shards writing
+/// the same manifest into a shared folder never clash.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DemoError> {
-    let tmp = path.with_extension("tmp");
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let tmp = path.with_extension(format!("tmp-{nanos}-{}-{n}", std::process::id()));
     let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
     f.write_all(bytes).map_err(|e| io(&tmp, e))?;
     f.sync_all().map_err(|e| io(&tmp, e))?;

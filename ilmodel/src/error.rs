@@ -90,6 +90,26 @@ pub enum DemoError {
         /// What was wrong.
         reason: String,
     },
+    /// A `--shard` specification was refused.
+    #[error("shard {spec:?}: {reason}")]
+    BadShard {
+        /// The specification given.
+        spec: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A merge found chunks no shard has written yet.
+    #[error("{dir}: {missing} of {chunks} chunks are not finished (first: {first:?}); run the shards that own them (chunk c belongs to shard c mod N) and merge again")]
+    Incomplete {
+        /// The output folder.
+        dir: PathBuf,
+        /// Number of unfinished chunks.
+        missing: usize,
+        /// Number of chunks of the run.
+        chunks: usize,
+        /// The first few unfinished chunks.
+        first: Vec<usize>,
+    },
     /// The oracle failed on one demonstration (other than infeasibility).
     #[error("demonstration {index}: {source}")]
     Oracle {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use camdnn_ilmodel::demos::{generate, DemoConfig};
+use camdnn_ilmodel::demos::{generate, generate_shard, merge_run, DemoConfig, Shard};
 use camdnn_ilmodel::oracle::first_root;
 use camdnn_ilmodel::{solve, OracleOptions};
 use camdnn_policy::{Detector, PlanInput, System};
@@ -138,6 +138,16 @@ struct DemosArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Solve only shard I of N (chunks c with c mod N = I) into --out,
+    /// without merging. I is a number, or JOB_COMPLETION_INDEX (Kubernetes
+    /// Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array) to read it from
+    /// the environment: `--shard JOB_COMPLETION_INDEX/8`.
+    #[arg(long, value_name = "I/N", conflicts_with = "merge")]
+    shard: Option<String>,
+    /// Merge the chunks every shard wrote into demos.jsonl (solves
+    /// nothing; fails naming unfinished chunks).
+    #[arg(long)]
+    merge: bool,
 }
 
 fn main() -> Result<()> {
@@ -304,7 +314,25 @@ fn run_demos(args: DemosArgs) -> Result<()> {
         time_limit_s: args.time_limit_s,
         progress: !args.quiet,
     };
-    let s = generate(&config)?;
+    if let Some(spec) = &args.shard {
+        let shard = Shard::parse(spec, |v| std::env::var(v).ok())?;
+        let s = generate_shard(&config, shard)?;
+        println!(
+            "shard {}: {} of {} chunks ({} reused, {} solved now) in {}; merge with --merge once every shard is done",
+            s.shard,
+            s.owned,
+            s.chunks,
+            s.chunks_reused,
+            s.chunks_solved,
+            config.out.display()
+        );
+        return Ok(());
+    }
+    let s = if args.merge {
+        merge_run(&config)?
+    } else {
+        generate(&config)?
+    };
     println!(
         "{} demonstrations in {} ({} chunks: {} reused, {} solved now; {} infeasible, {} time-limited); solve times in {}",
         s.samples,

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use camdnn_ilmodel::demos::{
-    chunk_path, generate, instance, Demo, DemoConfig, DemoStatus, SolveTime,
+    chunk_path, generate, generate_shard, instance, merge_run, Demo, DemoConfig, DemoStatus, Shard,
+    SolveTime,
 };
 use camdnn_ilmodel::DemoError;
 use camdnn_policy::{Detector, Plan, PlanInput, System};
@@ -178,6 +179,102 @@ fn same_seed_same_file_whatever_the_threads_and_resume_after_a_kill() {
 }
 
 #[test]
+fn shards_sharing_a_folder_merge_to_the_single_machine_file() {
+    let single = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let whole = generate(&config(PAIR, single.path(), 33, 2)).unwrap();
+    let shard = |index| Shard { index, count: 3 };
+    // Chunks 0..5 of 7 demos: shard 0 owns 0 and 3, 1 owns 1 and 4, 2 owns 2.
+    let s0 = generate_shard(&config(PAIR, shared.path(), 33, 1), shard(0)).unwrap();
+    assert_eq!((s0.chunks, s0.owned, s0.chunks_solved), (5, 2, 2));
+    assert!(
+        !shared.path().join("demos.jsonl").exists(),
+        "a shard does not merge"
+    );
+    let s2 = generate_shard(&config(PAIR, shared.path(), 33, 2), shard(2)).unwrap();
+    assert_eq!((s2.owned, s2.chunks_solved), (1, 1));
+
+    // Shard 1 has not run: the merge names its chunks and writes nothing.
+    let err = merge_run(&config(PAIR, shared.path(), 33, 1)).unwrap_err();
+    assert!(
+        matches!(&err, DemoError::Incomplete { missing: 2, chunks: 5, first, .. } if first == &[1, 4]),
+        "{err}"
+    );
+    assert!(!shared.path().join("demos.jsonl").exists());
+
+    let s1 = generate_shard(&config(PAIR, shared.path(), 33, 1), shard(1)).unwrap();
+    assert_eq!((s1.owned, s1.chunks_solved), (2, 2));
+    // A shard run again resumes: nothing left to solve.
+    let again = generate_shard(&config(PAIR, shared.path(), 33, 1), shard(1)).unwrap();
+    assert_eq!((again.chunks_reused, again.chunks_solved), (2, 0));
+
+    let merged = merge_run(&config(PAIR, shared.path(), 33, 1)).unwrap();
+    assert_eq!((merged.chunks_solved, merged.samples), (0, 33));
+    for file in ["demos.jsonl", "manifest.json"] {
+        assert_eq!(
+            fs::read(single.path().join(file)).unwrap(),
+            fs::read(shared.path().join(file)).unwrap(),
+            "{file} differs from the single-machine run"
+        );
+    }
+    assert_eq!(whole.infeasible, merged.infeasible);
+    // No temporary file is left behind.
+    for entry in fs::read_dir(shared.path()).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(!name.contains("tmp"), "{name} left behind");
+    }
+}
+
+#[test]
+fn shard_specs_come_from_numbers_or_the_schedulers_variables() {
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    let none = env(&[]);
+    assert_eq!(
+        Shard::parse("2/5", &none).unwrap(),
+        Shard { index: 2, count: 5 }
+    );
+    assert_eq!(
+        Shard::parse(
+            "JOB_COMPLETION_INDEX/4",
+            env(&[("JOB_COMPLETION_INDEX", "3")])
+        )
+        .unwrap(),
+        Shard { index: 3, count: 4 }
+    );
+    // Slurm arrays may start at 1: the index counts from SLURM_ARRAY_TASK_MIN.
+    let slurm = env(&[("SLURM_ARRAY_TASK_ID", "4"), ("SLURM_ARRAY_TASK_MIN", "1")]);
+    assert_eq!(
+        Shard::parse("SLURM_ARRAY_TASK_ID/4", slurm).unwrap(),
+        Shard { index: 3, count: 4 }
+    );
+    for (spec, named) in [
+        ("3", "I/N"),
+        ("5/5", "not below"),
+        ("1/0", "at least 1"),
+        ("x/2", "neither a number"),
+        ("-1/2", "neither a number"),
+        ("1/two", "two"),
+        ("JOB_COMPLETION_INDEX/2", "JOB_COMPLETION_INDEX is not set"),
+    ] {
+        let e = Shard::parse(spec, &none).unwrap_err().to_string();
+        assert!(e.contains(named), "{spec}: {e}");
+    }
+    let e = Shard::parse(
+        "SLURM_ARRAY_TASK_ID/2",
+        env(&[("SLURM_ARRAY_TASK_ID", "abc")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("\"abc\" is not a whole number"), "{e}");
+}
+
+#[test]
 fn a_folder_of_another_run_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     generate(&config(TINY, dir.path(), 5, 1)).unwrap();
@@ -272,6 +369,61 @@ fn demos_command_is_deterministic_and_resumes() {
     let resumed = run(x.path(), "2");
     assert!(resumed.contains("4 reused, 1 solved now"), "{resumed}");
     assert_eq!(bytes, fs::read(x.path().join("demos.jsonl")).unwrap());
+}
+
+#[test]
+fn demos_command_shards_from_the_environment_and_merges() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trio.toml");
+    let single = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let run = |out: &Path, extra: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ilmodel"));
+        cmd.args(["demos", "--system", fixture, "--out", out.to_str().unwrap()])
+            .args(["--seed", "5", "--max-objects", "4", "--samples", "24"])
+            .args(["--chunk-size", "5", "--jobs", "1", "--quiet"])
+            .args(extra)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("SLURM_ARRAY_TASK_MIN");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, text) = run(single.path(), &[], &[]);
+    assert!(ok, "{text}");
+    // A Kubernetes Indexed Job's pod 0 and a Slurm array's task 2 of 1-2.
+    let (ok, text) = run(
+        shared.path(),
+        &["--shard", "JOB_COMPLETION_INDEX/2"],
+        &[("JOB_COMPLETION_INDEX", "0")],
+    );
+    assert!(ok && text.contains("shard 0/2: 3 of 5 chunks"), "{text}");
+    let (ok, text) = run(shared.path(), &["--merge"], &[]);
+    assert!(
+        !ok && text.contains("2 of 5 chunks are not finished"),
+        "{text}"
+    );
+    let (ok, text) = run(
+        shared.path(),
+        &["--shard", "SLURM_ARRAY_TASK_ID/2"],
+        &[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_MIN", "1")],
+    );
+    assert!(ok && text.contains("shard 1/2: 2 of 5 chunks"), "{text}");
+    let (ok, text) = run(shared.path(), &["--merge"], &[]);
+    assert!(ok && text.contains("24 demonstrations"), "{text}");
+    assert_eq!(
+        fs::read(single.path().join("demos.jsonl")).unwrap(),
+        fs::read(shared.path().join("demos.jsonl")).unwrap()
+    );
+    let (ok, text) = run(shared.path(), &["--shard", "JOB_COMPLETION_INDEX/2"], &[]);
+    assert!(
+        !ok && text.contains("JOB_COMPLETION_INDEX is not set"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -56,6 +56,7 @@ fn load(path: &Path) -> anyhow::Result<DaemonConfig> {
     let cfg = DaemonConfig::load(path)?;
     cfg.server
         .validate()
+        .and_then(|()| cfg.metrics.validate())
         .with_context(|| format!("in config {}", path.display()))?;
     Ok(cfg)
 }
@@ -76,7 +77,12 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     let (ready_tx, ready_rx) = tokio::sync::watch::channel(None::<ServerHandle>);
     let mut http_task = None;
     if cfg.metrics.enabled {
-        let recorder = metrics::install().context("installing the metrics recorder")?;
+        let config_name = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let recorder = metrics::install(&cfg.metrics, &config_name)
+            .context("installing the metrics recorder")?;
+        register_pipeline_metrics(&cfg);
         let upkeep = recorder.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
@@ -122,6 +128,15 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     }
     tracing::info!("camdnnd stopped");
     Ok(())
+}
+
+/// Makes the pipeline's per-model and per-processor series exist (at zero)
+/// for the config's models and processors.
+fn register_pipeline_metrics(cfg: &DaemonConfig) {
+    metrics::register_pipeline(
+        cfg.pipeline.models.iter().map(|m| m.name.as_str()),
+        cfg.pipeline.processors.iter().map(|p| p.name.as_str()),
+    );
 }
 
 /// Tells systemd READY=1 once the pipeline reports ready, then keeps the
@@ -230,6 +245,7 @@ async fn reload(
 ) -> anyhow::Result<DaemonConfig> {
     let new = load(path)?;
     let processor = build_blocking(build, new.clone()).await?;
+    register_pipeline_metrics(&new);
     handle.replace_processor(processor);
     handle.apply_limits(&new.server);
     Ok(new)

@@ -170,6 +170,11 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
                 .with_context(|| format!("warming up {mname} on {pname}"))?;
         }
     }
+    for j in system.proc_ids() {
+        let pname = system.processors[j.0].name.clone();
+        metrics::gauge!("camdnn_resident_models", "processor" => pname)
+            .set(cluster.resident_count(j) as f64);
+    }
     let pipeline = runtime::start(Parts {
         system,
         models,

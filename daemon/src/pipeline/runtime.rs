@@ -942,8 +942,8 @@ impl Actor {
         });
         self.cluster.correct_finish(meta.finish, finished);
         let pname = &self.system.processors[meta.proc.0].name;
-        metrics::gauge!("camdnn_processor_rem_ms", "processor" => pname.clone())
-            .set(self.cluster.rem_ms(meta.proc, now));
+        metrics::gauge!(crate::server::metrics::PROCESSOR_REMAINING, "processor" => pname.clone())
+            .set(self.cluster.rem_ms(meta.proc, now) / 1e3);
         let report = match result {
             Ok(r) => r,
             Err(e) => {

@@ -1,5 +1,6 @@
 //! Config sections of the service shell: `[server]`, `[metrics]`, `[log]`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -160,6 +161,50 @@ pub struct MetricsConfig {
     /// Listen address; loopback by default so nothing is exposed off the board.
     #[serde(default = "default_metrics_listen")]
     pub listen: SocketAddr,
+    /// Constant labels put on every series, naming this board in a fleet
+    /// (e.g. `{ board = "rb5-07", site = "depot-3" }`): at most
+    /// [`MAX_FLEET_LABELS`], fixed for the process's life, so they add no
+    /// cardinality within one board.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Most constant labels `[metrics] labels` may hold.
+pub const MAX_FLEET_LABELS: usize = 8;
+/// Longest value of a constant label, bytes.
+const MAX_LABEL_VALUE: usize = 128;
+
+impl MetricsConfig {
+    /// Checks the constant labels: few, valid Prometheus label names not
+    /// used by the daemon's own series, short non-empty values.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.labels.len() > MAX_FLEET_LABELS {
+            bail!(
+                "[metrics] labels has {} entries; at most {MAX_FLEET_LABELS} are allowed",
+                self.labels.len()
+            );
+        }
+        for (k, v) in &self.labels {
+            let valid_name = k
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !k.starts_with("__");
+            if !valid_name {
+                bail!("[metrics] labels: {k:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)");
+            }
+            if super::metrics::OWN_LABELS.contains(&k.as_str()) || k == "instance" || k == "job" {
+                bail!("[metrics] labels: {k:?} is a label the daemon or Prometheus sets itself");
+            }
+            if v.is_empty() || v.len() > MAX_LABEL_VALUE {
+                bail!(
+                    "[metrics] labels: the value of {k:?} must have 1 to {MAX_LABEL_VALUE} bytes"
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 fn yes() -> bool {
@@ -174,6 +219,7 @@ impl Default for MetricsConfig {
         Self {
             enabled: true,
             listen: default_metrics_listen(),
+            labels: BTreeMap::new(),
         }
     }
 }
@@ -245,5 +291,28 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("socket_mode"));
+    }
+
+    #[test]
+    fn fleet_labels_are_few_valid_and_not_the_daemons_own() {
+        let parse = |labels: &str| -> MetricsConfig {
+            toml::from_str(&format!("labels = {{ {labels} }}")).unwrap()
+        };
+        parse(r#"board = "rb5-07", site = "depot 3""#)
+            .validate()
+            .unwrap();
+        for (labels, named) in [
+            (r#""2board" = "x""#, "2board"),
+            (r#"__board = "x""#, "__board"),
+            (r#"processor = "x""#, "processor"),
+            (r#"instance = "x""#, "instance"),
+            (r#"board = """#, "board"),
+        ] {
+            let e = parse(labels).validate().unwrap_err().to_string();
+            assert!(e.contains(named), "{labels}: {e}");
+        }
+        let many: Vec<String> = (0..9).map(|i| format!("l{i} = \"v\"")).collect();
+        let e = parse(&many.join(", ")).validate().unwrap_err().to_string();
+        assert!(e.contains("at most 8"), "{e}");
     }
 }

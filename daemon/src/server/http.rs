@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+use super::metrics::Exporter;
 
 /// Readiness as the HTTP listener sees it: `Err` says why not (the body of a 503).
 pub type ReadyFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
@@ -21,7 +22,7 @@ const MAX_REQUEST: usize = 8192;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Serves requests on `listener` forever (drop the task to stop).
-pub async fn serve(listener: TcpListener, metrics: Option<PrometheusHandle>, ready: ReadyFn) {
+pub async fn serve(listener: TcpListener, metrics: Option<Exporter>, ready: ReadyFn) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -41,7 +42,7 @@ pub async fn serve(listener: TcpListener, metrics: Option<PrometheusHandle>, rea
 
 async fn handle(
     mut stream: TcpStream,
-    metrics: Option<&PrometheusHandle>,
+    metrics: Option<&Exporter>,
     ready: &ReadyFn,
 ) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(512);
@@ -81,11 +82,7 @@ async fn handle(
     stream.shutdown().await
 }
 
-fn route(
-    head: &[u8],
-    metrics: Option<&PrometheusHandle>,
-    ready: &ReadyFn,
-) -> (u16, &'static str, String) {
+fn route(head: &[u8], metrics: Option<&Exporter>, ready: &ReadyFn) -> (u16, &'static str, String) {
     let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut parts = line.split_whitespace();

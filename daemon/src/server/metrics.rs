@@ -1,5 +1,12 @@
-//! The service shell's Prometheus metrics: names, descriptions, recording
-//! helpers and the recorder itself (rendered by [`super::http`]).
+//! The service's Prometheus metrics: every family's name, kind, HELP text
+//! and start-up series in one table ([`FAMILIES`]), the recording helpers of
+//! the shell, and the exporter (rendered by [`super::http`]).
+//!
+//! Every family is described and present (at zero) from start-up, so a
+//! dashboard or an alert never sees a family appear on first use, and
+//! `promtool check metrics` finds HELP on all of them. A family recorded
+//! anywhere in the daemon must have a row in [`FAMILIES`]; a test scans the
+//! sources for `camdnn_*` names and fails on any without one.
 //!
 //! Every frame is counted once in `camdnn_frames_received_total` and, when
 //! answered, once in `camdnn_frames_total{outcome}` and, for drops and
@@ -12,6 +19,8 @@ use std::time::Duration;
 use camdnn_protocol::{DropReason, ErrorCode, RejectReason};
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use super::config::MetricsConfig;
 
 /// Frames read from clients (valid or not).
 pub const FRAMES_RECEIVED: &str = "camdnn_frames_received_total";
@@ -30,8 +39,9 @@ pub const FRAME_STAGE: &str = "camdnn_frame_stage_seconds";
 pub const PENDING: &str = "camdnn_admission_pending";
 /// Frames inside the frame processor.
 pub const IN_FLIGHT: &str = "camdnn_frames_in_flight";
-/// Open client connections.
-pub const CONNECTIONS: &str = "camdnn_connections";
+/// Open client connections (a gauge; not `camdnn_connections`, which
+/// OpenMetrics would read as the family of `camdnn_connections_total`).
+pub const CONNECTIONS: &str = "camdnn_connections_open";
 /// Client connections accepted (`result`: `accepted`, `refused`).
 pub const CONNECTIONS_TOTAL: &str = "camdnn_connections_total";
 /// Connections ended by a protocol `Error`, by `code`.
@@ -40,7 +50,7 @@ pub const PROTOCOL_ERRORS: &str = "camdnn_protocol_errors_total";
 pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 /// 1 while the frame processor reports ready (models loaded and warmed up).
 pub const READY: &str = "camdnn_ready";
-/// Always 1, labelled with `version`.
+/// Always 1, labelled with `version` and `config` (the config file's stem).
 pub const BUILD_INFO: &str = "camdnn_build_info";
 /// 1 while the pipeline's scheduler thread runs its loop.
 pub const SCHEDULER_ALIVE: &str = "camdnn_scheduler_alive";
@@ -52,6 +62,332 @@ pub const MODEL_UNAVAILABLE: &str = "camdnn_model_unavailable";
 /// Engine panics, each restarting that processor's worker, by `processor`
 /// (recorded by the pipeline).
 pub const ENGINE_PANICS: &str = "camdnn_engine_panics_total";
+/// Queued work of a processor (the scheduler's rem_j), by `processor`, seconds.
+pub const PROCESSOR_REMAINING: &str = "camdnn_processor_remaining_seconds";
+
+/// The kind of a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up (name ends in `_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Fixed buckets (aggregatable across boards, unlike a summary).
+    Histogram,
+}
+
+/// The series a family has from start-up, each at zero.
+#[derive(Clone, Copy, Debug)]
+pub enum Series {
+    /// One series without labels.
+    Single,
+    /// One series per value of a label.
+    Each(&'static str, fn() -> Vec<&'static str>),
+    /// One series per processor of the pipeline (`processor`).
+    PerProcessor,
+    /// One series per model of the pipeline (`model`).
+    PerModel,
+    /// One series per (model, processor) pair of the pipeline.
+    PerModelProcessor,
+    /// Set elsewhere with its own labels at start-up (`camdnn_build_info`,
+    /// `process_*`).
+    Own,
+}
+
+/// One metric family: what `# HELP` and `# TYPE` say and its start-up series.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// Name as exported (counters end in `_total`, units are base units).
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// The HELP text.
+    pub help: &'static str,
+    /// Series present from start-up.
+    pub series: Series,
+}
+
+const fn family(name: &'static str, kind: Kind, help: &'static str, series: Series) -> Family {
+    Family {
+        name,
+        kind,
+        help,
+        series,
+    }
+}
+
+fn outcomes() -> Vec<&'static str> {
+    vec!["completed", "dropped", "rejected"]
+}
+fn drop_labels() -> Vec<&'static str> {
+    DropReason::ALL.into_iter().map(drop_label).collect()
+}
+fn reject_labels() -> Vec<&'static str> {
+    RejectReason::ALL.into_iter().map(reject_label).collect()
+}
+fn error_labels() -> Vec<&'static str> {
+    ErrorCode::ALL.into_iter().map(error_label).collect()
+}
+fn stages() -> Vec<&'static str> {
+    vec!["admission", "queue", "detect", "classify"]
+}
+fn ok_error() -> Vec<&'static str> {
+    vec!["ok", "error"]
+}
+fn connection_results() -> Vec<&'static str> {
+    vec!["accepted", "refused"]
+}
+fn flush_reasons() -> Vec<&'static str> {
+    vec!["full", "complete", "timer"]
+}
+fn pipeline_stages() -> Vec<&'static str> {
+    vec!["total", "classify"]
+}
+
+use Kind::{Counter, Gauge, Histogram};
+use Series::{Each, Own, PerModel, PerModelProcessor, PerProcessor, Single};
+
+/// Every `camdnn_*` family the daemon exports (the `process_*` families come
+/// from the `metrics-process` collector, which describes its own).
+pub const FAMILIES: &[Family] = &[
+    // The service shell.
+    family(
+        FRAMES_RECEIVED,
+        Counter,
+        "Frames read from clients (valid or not).",
+        Single,
+    ),
+    family(
+        FRAMES,
+        Counter,
+        "Frames answered, by outcome.",
+        Each("outcome", outcomes),
+    ),
+    family(
+        FRAMES_DROPPED,
+        Counter,
+        "Frames answered Dropped, by reason.",
+        Each("reason", drop_labels),
+    ),
+    family(
+        FRAMES_REJECTED,
+        Counter,
+        "Frames answered Rejected, by reason.",
+        Each("reason", reject_labels),
+    ),
+    family(
+        FRAME_LATENCY,
+        Histogram,
+        "End-to-end latency of completed frames (read to answer), seconds.",
+        Single,
+    ),
+    family(
+        FRAME_STAGE,
+        Histogram,
+        "Time of completed frames per stage (admission wait, pipeline queues, detect, \
+         classify), seconds.",
+        Each("stage", stages),
+    ),
+    family(PENDING, Gauge, "Frames waiting for admission.", Single),
+    family(
+        IN_FLIGHT,
+        Gauge,
+        "Frames inside the frame processor.",
+        Single,
+    ),
+    family(CONNECTIONS, Gauge, "Open client connections.", Single),
+    family(
+        CONNECTIONS_TOTAL,
+        Counter,
+        "Client connections, by result (accepted, refused).",
+        Each("result", connection_results),
+    ),
+    family(
+        PROTOCOL_ERRORS,
+        Counter,
+        "Connections ended by a protocol Error, by code.",
+        Each("code", error_labels),
+    ),
+    family(
+        CONFIG_RELOADS,
+        Counter,
+        "Config reloads (SIGHUP), by result.",
+        Each("result", ok_error),
+    ),
+    family(
+        READY,
+        Gauge,
+        "1 while ready: scheduler thread alive, workers running, every needed model in \
+         service, models warmed up and the daemon not draining; else 0.",
+        Own,
+    ),
+    family(
+        BUILD_INFO,
+        Gauge,
+        "Build and config of this daemon (always 1; labels version and config).",
+        Own,
+    ),
+    family(
+        SCHEDULER_ALIVE,
+        Gauge,
+        "1 while the pipeline's scheduler thread runs (the systemd watchdog is fed only then).",
+        Single,
+    ),
+    family(
+        MODEL_LOAD_FAILURES,
+        Counter,
+        "Model loads that failed, by model and processor (each is retried with backoff).",
+        PerModelProcessor,
+    ),
+    family(
+        MODEL_UNAVAILABLE,
+        Gauge,
+        "1 while a model is out of service on a processor, awaiting a load retry.",
+        PerModelProcessor,
+    ),
+    family(
+        ENGINE_PANICS,
+        Counter,
+        "Engine panics by processor; each restarts that worker, which reloads its models.",
+        PerProcessor,
+    ),
+    // The pipeline.
+    family(
+        "camdnn_pipeline_frames_total",
+        Counter,
+        "Frames submitted to the pipeline.",
+        Single,
+    ),
+    family(
+        "camdnn_pipeline_seconds",
+        Histogram,
+        "Time of frames inside the pipeline, total and classify stage, seconds.",
+        Each("stage", pipeline_stages),
+    ),
+    family(
+        "camdnn_frame_prep_seconds",
+        Histogram,
+        "Time to decode and prepare a frame for its root model, seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_crop_seconds",
+        Histogram,
+        "Time to cut and prepare one object crop, seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_crop_failures_total",
+        Counter,
+        "Object crops that failed (the object is left unclassified).",
+        Single,
+    ),
+    family(
+        "camdnn_objects_rejected_total",
+        Counter,
+        "Objects a model rejected (no children run for them), by model.",
+        PerModel,
+    ),
+    family(
+        "camdnn_batch_flushes_total",
+        Counter,
+        "Batches released by the sync-timer batcher, by reason (full, complete, timer).",
+        Each("reason", flush_reasons),
+    ),
+    family(
+        "camdnn_batch_size",
+        Histogram,
+        "Requests per batch sent to a processor, by model and processor.",
+        PerModelProcessor,
+    ),
+    family(
+        "camdnn_dispatch_decision_seconds",
+        Histogram,
+        "Time of one local dispatch decision, seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_batch_queue_seconds",
+        Histogram,
+        "Time a batch waited in its processor's queue before running, seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_batch_overhead_seconds",
+        Histogram,
+        "Time a batch cost beyond its run (hand-over to and from the processor's thread), seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_batch_exec_vs_profile_ratio",
+        Histogram,
+        "Measured batch run time over the profile's time for it, by model and processor.",
+        PerModelProcessor,
+    ),
+    family(
+        "camdnn_processor_busy_seconds",
+        Histogram,
+        "Run time of each batch on a processor, seconds (rate of the sum: busy share).",
+        PerProcessor,
+    ),
+    family(
+        PROCESSOR_REMAINING,
+        Gauge,
+        "Work queued on a processor as the scheduler sees it (rem_j), seconds.",
+        PerProcessor,
+    ),
+    family(
+        "camdnn_model_loads_total",
+        Counter,
+        "Models loaded onto a processor, by model and processor.",
+        PerModelProcessor,
+    ),
+    family(
+        "camdnn_model_load_seconds",
+        Histogram,
+        "Time to load a model onto a processor, seconds.",
+        PerModelProcessor,
+    ),
+    family(
+        "camdnn_resident_models",
+        Gauge,
+        "Models resident on a processor.",
+        PerProcessor,
+    ),
+    family(
+        "camdnn_global_step_seconds",
+        Histogram,
+        "Time of one global step (re-planning residency and batching), seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_global_step_reallocations_total",
+        Counter,
+        "Model loads the global step decided.",
+        Single,
+    ),
+];
+
+/// The family named `name`, if the table has it.
+pub fn family_of(name: &str) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| f.name == name)
+}
+
+/// Label names the daemon itself puts on its series; constant labels from
+/// `[metrics] labels` may not reuse them.
+pub const OWN_LABELS: &[&str] = &[
+    "outcome",
+    "reason",
+    "code",
+    "result",
+    "stage",
+    "model",
+    "processor",
+    "version",
+    "config",
+    "le",
+    "quantile",
+];
 
 /// Label value for a drop reason.
 pub fn drop_label(r: DropReason) -> &'static str {
@@ -99,83 +435,125 @@ const SECONDS_BUCKETS: &[f64] = &[
 ];
 /// Buckets for counts such as batch sizes.
 const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0];
+/// Buckets for ratios such as measured / profiled time (1 = as profiled).
+const RATIO_BUCKETS: &[f64] = &[
+    0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0,
+];
 
-/// Installs the Prometheus recorder as the process's global `metrics`
-/// recorder (histograms with fixed buckets: `*_seconds` in seconds, `*_size`
-/// in counts) and describes the shell's metrics, zeroing every frame counter
-/// so dashboards see all reasons from the start.
-pub fn install() -> anyhow::Result<PrometheusHandle> {
-    let handle = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)?
-        .set_buckets_for_metric(Matcher::Suffix("_size".into()), COUNT_BUCKETS)?
-        .install_recorder()?;
-    describe();
-    Ok(handle)
+/// The installed exporter: renders the recorder's families after refreshing
+/// the `process_*` ones (resident memory, CPU seconds, open fds, start time).
+#[derive(Clone)]
+pub struct Exporter {
+    handle: PrometheusHandle,
+    process: metrics_process::Collector,
 }
 
-/// Registers descriptions and zero values of the shell's metrics.
-pub fn describe() {
-    describe_counter!(FRAMES_RECEIVED, "Frames read from clients (valid or not).");
-    describe_counter!(FRAMES, "Frames answered, by outcome.");
-    describe_counter!(FRAMES_DROPPED, "Frames answered Dropped, by reason.");
-    describe_counter!(FRAMES_REJECTED, "Frames answered Rejected, by reason.");
-    describe_histogram!(
-        FRAME_LATENCY,
-        metrics::Unit::Seconds,
-        "End-to-end latency of completed frames."
-    );
-    describe_histogram!(
-        FRAME_STAGE,
-        metrics::Unit::Seconds,
-        "Time of completed frames per stage (admission wait, pipeline queues, detect, classify)."
-    );
-    describe_gauge!(PENDING, "Frames waiting for admission.");
-    describe_gauge!(IN_FLIGHT, "Frames inside the frame processor.");
-    describe_gauge!(CONNECTIONS, "Open client connections.");
-    describe_counter!(CONNECTIONS_TOTAL, "Client connections, by result.");
-    describe_counter!(
-        PROTOCOL_ERRORS,
-        "Connections ended by a protocol Error, by code."
-    );
-    describe_counter!(CONFIG_RELOADS, "Config reloads (SIGHUP), by result.");
-    describe_gauge!(
-        READY,
-        "1 while ready: scheduler thread alive, workers running, every needed model in service."
-    );
-    describe_gauge!(BUILD_INFO, "Build information (always 1).");
-    describe_gauge!(
-        SCHEDULER_ALIVE,
-        "1 while the pipeline's scheduler thread runs (the systemd watchdog is fed only then)."
-    );
-    describe_counter!(
-        MODEL_LOAD_FAILURES,
-        "Model loads that failed, by model and processor (each is retried with backoff)."
-    );
-    describe_gauge!(
-        MODEL_UNAVAILABLE,
-        "1 while a model is out of service on a processor, awaiting a load retry."
-    );
-    describe_counter!(
-        ENGINE_PANICS,
-        "Engine panics by processor; each restarts that worker, which reloads its models."
-    );
-    counter!(FRAMES_RECEIVED).absolute(0);
-    for outcome in ["completed", "dropped", "rejected"] {
-        counter!(FRAMES, "outcome" => outcome).absolute(0);
+impl Exporter {
+    /// The Prometheus text exposition of every family, process metrics fresh.
+    pub fn render(&self) -> String {
+        self.process.collect();
+        self.handle.render()
     }
-    for r in DropReason::ALL {
-        counter!(FRAMES_DROPPED, "reason" => drop_label(r)).absolute(0);
+
+    /// Drains histogram samples into their buckets (call every few seconds).
+    pub fn run_upkeep(&self) {
+        self.handle.run_upkeep();
     }
-    for r in RejectReason::ALL {
-        counter!(FRAMES_REJECTED, "reason" => reject_label(r)).absolute(0);
+}
+
+/// Installs the Prometheus recorder as the process's global `metrics`
+/// recorder (fixed buckets: `*_seconds` in seconds, `*_size` counts,
+/// `*_ratio` ratios), with `[metrics] labels` as constant labels on every
+/// series, and describes every family of [`FAMILIES`] at zero;
+/// `camdnn_build_info` carries `config` (the config file's stem).
+pub fn install(cfg: &MetricsConfig, config: &str) -> anyhow::Result<Exporter> {
+    let mut builder = builder()?;
+    for (k, v) in &cfg.labels {
+        builder = builder.add_global_label(k, v);
     }
-    for c in ErrorCode::ALL {
-        counter!(PROTOCOL_ERRORS, "code" => error_label(c)).absolute(0);
+    let handle = builder.install_recorder()?;
+    let process = metrics_process::Collector::default();
+    process.describe();
+    process.collect();
+    describe(config);
+    Ok(Exporter { handle, process })
+}
+
+/// The exporter's builder with the buckets of every histogram.
+fn builder() -> anyhow::Result<PrometheusBuilder> {
+    Ok(PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Suffix("_size".into()), COUNT_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Suffix("_ratio".into()), RATIO_BUCKETS)?)
+}
+
+/// Describes every family of [`FAMILIES`] and registers its fixed-label
+/// series at zero (per-model and per-processor ones:
+/// [`register_pipeline`]); `camdnn_ready` starts at 0.
+pub fn describe(config: &str) {
+    for f in FAMILIES {
+        match f.kind {
+            Counter => describe_counter!(f.name, f.help),
+            Gauge => describe_gauge!(f.name, f.help),
+            Histogram => describe_histogram!(f.name, f.help),
+        }
+        match f.series {
+            Single => register(f, Vec::new()),
+            Each(label, values) => {
+                for v in values() {
+                    register(f, vec![(label, v.to_owned())]);
+                }
+            }
+            PerModel | PerProcessor | PerModelProcessor | Own => {}
+        }
     }
-    for result in ["ok", "error"] {
-        counter!(CONFIG_RELOADS, "result" => result).absolute(0);
+    gauge!(READY).set(0.0);
+    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"), "config" => config.to_owned())
+        .set(1.0);
+}
+
+/// Registers the per-model and per-processor series of the pipeline's
+/// families at zero (values already recorded are kept), so they exist
+/// before first use. Call with the config's names at start and reload.
+pub fn register_pipeline<'a>(
+    models: impl IntoIterator<Item = &'a str> + Clone,
+    processors: impl IntoIterator<Item = &'a str> + Clone,
+) {
+    let m = |name: &str| ("model", name.to_owned());
+    let p = |name: &str| ("processor", name.to_owned());
+    for f in FAMILIES {
+        match f.series {
+            PerModel => models
+                .clone()
+                .into_iter()
+                .for_each(|x| register(f, vec![m(x)])),
+            PerProcessor => processors
+                .clone()
+                .into_iter()
+                .for_each(|x| register(f, vec![p(x)])),
+            PerModelProcessor => {
+                for x in models.clone() {
+                    for y in processors.clone() {
+                        register(f, vec![m(x), p(y)]);
+                    }
+                }
+            }
+            Single | Each(..) | Own => {}
+        }
     }
-    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+}
+
+/// Makes one series of `f` exist without changing its value.
+fn register(f: &Family, labels: Vec<(&'static str, String)>) {
+    let labels: Vec<metrics::Label> = labels
+        .into_iter()
+        .map(|(k, v)| metrics::Label::new(k, v))
+        .collect();
+    match f.kind {
+        Counter => counter!(f.name, labels).increment(0),
+        Gauge => gauge!(f.name, labels).increment(0.0),
+        Histogram => drop(histogram!(f.name, labels)),
+    }
 }
 
 /// Counts a frame read from a client.
@@ -212,4 +590,122 @@ pub fn frame_completed(total: Duration, admission: Duration, timing: &camdnn_pro
 /// Counts a connection ended by a protocol error.
 pub fn protocol_error(c: ErrorCode) {
     counter!(PROTOCOL_ERRORS, "code" => error_label(c)).increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// Every `camdnn_*` metric name written in the daemon's sources.
+    fn names_in_sources(dir: &Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                names_in_sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("source file");
+                for (i, _) in text.match_indices("\"camdnn_") {
+                    let name: String = text[i + 1..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                        .collect();
+                    // A metric name ends the literal or starts a label set.
+                    let ends = text[i + 1 + name.len()..].starts_with(['"', '{']);
+                    if ends && name.len() > "camdnn_".len() {
+                        out.insert(name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_family_named_in_the_sources_has_a_row_with_help() {
+        let mut names = BTreeSet::new();
+        names_in_sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut names,
+        );
+        assert!(names.len() > 20, "the scan found too little: {names:?}");
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| {
+                let base = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| n.strip_suffix(s).filter(|b| family_of(b).is_some()))
+                    .unwrap_or(n);
+                family_of(base).is_none()
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "metric families without a row (HELP, kind, start-up series) in \
+             server::metrics::FAMILIES: {missing:?}"
+        );
+    }
+
+    #[test]
+    fn every_family_is_rendered_at_zero_from_start_up() {
+        let recorder = builder().unwrap().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            describe("camdnnd-test");
+            register_pipeline(["det", "cls"], ["cpu", "gpu"]);
+        });
+        let body = handle.render();
+        for f in FAMILIES {
+            let kind = match f.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram => "histogram",
+            };
+            assert!(
+                body.contains(&format!(
+                    "# HELP {} {}\n# TYPE {} {kind}\n",
+                    f.name, f.help, f.name
+                )),
+                "{} not rendered with HELP and TYPE:\n{body}",
+                f.name
+            );
+        }
+        for line in [
+            "camdnn_ready 0\n",
+            "camdnn_resident_models{processor=\"gpu\"} 0\n",
+            "camdnn_batch_size_count{model=\"cls\",processor=\"cpu\"} 0\n",
+            "camdnn_frames_dropped_total{reason=\"superseded\"} 0\n",
+            "camdnn_pipeline_seconds_bucket{stage=\"total\",le=\"+Inf\"} 0\n",
+        ] {
+            assert!(body.contains(line), "no {line:?} in:\n{body}");
+        }
+        assert!(
+            body.contains("camdnn_build_info{version=\"")
+                && body.contains("config=\"camdnnd-test\"} 1"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn the_table_follows_prometheus_naming() {
+        let mut seen = BTreeSet::new();
+        for f in FAMILIES {
+            assert!(seen.insert(f.name), "{} twice", f.name);
+            assert!(!f.help.trim().is_empty(), "{} has no HELP", f.name);
+            assert_eq!(
+                f.kind == Kind::Counter,
+                f.name.ends_with("_total"),
+                "{}: counters and only counters end in _total",
+                f.name
+            );
+            for unit in ["_ms", "_us", "_milliseconds", "_percent", "_mb", "_kb"] {
+                assert!(!f.name.contains(unit), "{}: not a base unit", f.name);
+            }
+            // Under OpenMetrics a counter `x_total` is family `x`: no other
+            // family may be called `x`.
+            if let Some(stem) = f.name.strip_suffix("_total") {
+                assert!(family_of(stem).is_none(), "{} collides with {stem}", f.name);
+            }
+        }
+    }
 }

@@ -255,7 +255,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     // 1. The real pipeline, closed loop.
-    let prom = crate::server::metrics::install()?;
+    let prom = crate::server::metrics::install(&Default::default(), "bench")?;
     eprintln!("starting the pipeline ...");
     let built = pipeline::start(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -551,7 +551,7 @@ fn accounting_line(a: &Accounting) -> String {
 }
 
 /// Every sample the metrics recorder holds, `name{labels}` -> value.
-fn scrape(prom: &metrics_exporter_prometheus::PrometheusHandle) -> BTreeMap<String, f64> {
+fn scrape(prom: &crate::server::metrics::Exporter) -> BTreeMap<String, f64> {
     prom.render()
         .lines()
         .filter(|l| !l.starts_with('#'))
