@@ -26,6 +26,13 @@ fn config_text(socket: &Path, metrics: &str) -> String {
         } else if let Some(rest) = line.strip_prefix("profile = \"") {
             let p = repo().join("config").join(rest.trim_end_matches('"'));
             out.push_str(&format!("profile = {:?}\n", p.display().to_string()));
+        } else if line.starts_with("policy = ") {
+            let dir = repo().join("config/policies");
+            out.push_str(&format!(
+                "policy = {{ onnx = {:?}, sidecar = {:?} }}\n",
+                dir.join("host-street.onnx").display().to_string(),
+                dir.join("host-street.policy.json").display().to_string()
+            ));
         } else if let Some(rest) = line.strip_prefix("path = \"../") {
             let p = repo().join(rest.trim_end_matches('"'));
             assert!(
