@@ -10,9 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake libclang-dev pkg-config ffmpeg systemd npm darknet; do
+for pkg in cmake libclang-dev pkg-config ffmpeg systemd darknet; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# npm by command, not by package: a Node.js from elsewhere (e.g. NodeSource's
+# nodejs) ships its own npm and conflicts with Debian's npm package.
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
