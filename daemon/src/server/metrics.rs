@@ -36,6 +36,12 @@ pub const CONNECTIONS: &str = "camdnn_connections";
 pub const CONNECTIONS_TOTAL: &str = "camdnn_connections_total";
 /// Connections ended by a protocol `Error`, by `code`.
 pub const PROTOCOL_ERRORS: &str = "camdnn_protocol_errors_total";
+/// Objects over the per-frame cap (`pipeline.max_objects`): left out before any crop was
+/// cut and reported as a count in the frame's `Result` (`objects_dropped`).
+pub const OBJECTS_DROPPED: &str = "camdnn_objects_dropped_total";
+/// Connections closed because the client took too long, by `stage` (`handshake`,
+/// `message`, `idle`, `write`).
+pub const CONNECTION_TIMEOUTS: &str = "camdnn_connection_timeouts_total";
 /// Config reloads (SIGHUP), by `result` (`ok`, `error`).
 pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 /// 1 while the frame processor reports ready (models loaded and warmed up).
@@ -79,6 +85,8 @@ pub fn error_label(c: ErrorCode) -> &'static str {
         ErrorCode::UnexpectedMessage => "unexpected_message",
         ErrorCode::Internal => "internal",
         ErrorCode::ShuttingDown => "shutting_down",
+        ErrorCode::ConnectionLimit => "connection_limit",
+        ErrorCode::Timeout => "timeout",
     }
 }
 
@@ -128,6 +136,14 @@ pub fn describe() {
         "Connections ended by a protocol Error, by code."
     );
     describe_counter!(CONFIG_RELOADS, "Config reloads (SIGHUP), by result.");
+    describe_counter!(
+        OBJECTS_DROPPED,
+        "Objects over the per-frame cap (pipeline.max_objects), not classified; counted in Result.objects_dropped."
+    );
+    describe_counter!(
+        CONNECTION_TIMEOUTS,
+        "Connections closed because the client took too long, by stage (handshake, message, idle, write)."
+    );
     describe_gauge!(READY, "1 while models are loaded and warmed up.");
     describe_gauge!(BUILD_INFO, "Build information (always 1).");
     counter!(FRAMES_RECEIVED).absolute(0);
@@ -145,6 +161,10 @@ pub fn describe() {
     }
     for result in ["ok", "error"] {
         counter!(CONFIG_RELOADS, "result" => result).absolute(0);
+    }
+    counter!(OBJECTS_DROPPED).absolute(0);
+    for stage in ["handshake", "message", "idle", "write"] {
+        counter!(CONNECTION_TIMEOUTS, "stage" => stage).absolute(0);
     }
     gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
