@@ -219,7 +219,8 @@ proptest! {
         exact in any::<bool>(),
         fill in any::<u8>(),
     ) {
-        let need = u64::from(w) * u64::from(h) * if format == PixelFormat::Nv12 { 3 } else { 6 } / 2;
+        let bytes_x2 = if format == PixelFormat::Nv12 { 3 } else { 6 };
+        let need = (u64::from(w) * u64::from(h)).saturating_mul(bytes_x2) / 2;
         let small = need <= 6000;
         let len = if exact && small { need as usize } else { len.min(6000) };
         let ok_dims = (1..=8192).contains(&w) && (1..=8192).contains(&h)
