@@ -1,4 +1,4 @@
-"""Client for camdnnd's socket protocol (version 1), standard library only.
+"""Client for camdnnd's socket protocol (versions 1 and 2), standard library only.
 
 Wire format: docs/protocol.md. Every message is a 12-byte little-endian header
 (magic b"CDNN", u16 version, u8 type, u8 flags, u32 body length) and a body.
@@ -12,8 +12,8 @@ import struct
 MAGIC = b"CDNN"
 HEADER = struct.Struct("<4sHBBI")
 HEADER_LEN = HEADER.size  # 12
-PROTOCOL_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+PROTOCOL_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 HANDSHAKE_VERSION = 1
 DEFAULT_MAX_MESSAGE_SIZE = 32 * 1024 * 1024
 
@@ -33,7 +33,10 @@ REJECT_REASONS = {1: "malformed", 2: "bad_dimensions", 3: "payload_size_mismatch
                   4: "bad_detection", 5: "unsupported_format", 6: "seq_not_increasing"}
 ERROR_CODES = {1: "bad_magic", 2: "unsupported_version", 3: "unknown_message_type",
                4: "message_too_large", 5: "malformed", 6: "handshake_required",
-               7: "unexpected_message", 8: "internal", 9: "shutting_down"}
+               7: "unexpected_message", 8: "internal", 9: "shutting_down",
+               10: "connection_limit", 11: "timeout"}
+# The first protocol version that defines each error code (the rest: version 1).
+ERROR_CODE_SINCE = {10: 2, 11: 2}
 
 
 class ProtocolError(Exception):
@@ -75,11 +78,13 @@ def encode_hello(client_name, versions=SUPPORTED_VERSIONS):
 
 
 def encode_frame(stream_id, seq, capture_ts_us, width, height, pixel_format, payload,
-                 priority=None, deadline_us=None, deadline_absolute=False, detections=None):
+                 priority=None, deadline_us=None, deadline_absolute=False, detections=None,
+                 version=PROTOCOL_VERSION):
     """Frame. `pixel_format` is "rgb24", "bgr24", "nv12" or "jpeg". `deadline_us` is relative
     (µs after the server has read the frame) unless `deadline_absolute` (µs since the Unix epoch).
     `detections`, when given (even empty), is a list of dicts with "bbox" (x0, y0, x1, y1),
-    "class" (int id or str name) and "score" in [0, 1]; the server then skips its detector."""
+    "class" (int id: the detector's label index, or str name) and "score" in [0, 1]; the server
+    then skips its detector. `version` is the one the handshake chose (same layout in 1 and 2)."""
     if width < 1 or height < 1:
         raise ValueError("width and height must be at least 1")
     if pixel_format == "nv12" and (width % 2 or height % 2):
@@ -108,12 +113,12 @@ def encode_frame(stream_id, seq, capture_ts_us, width, height, pixel_format, pay
                 raise ValueError("detection needs x0 <= x1, y0 <= y1 and a score in [0, 1]")
             body += struct.pack("<fffff", x0, y0, x1, y1, d["score"]) + _class(d["class"])
     body += struct.pack("<I", len(payload)) + bytes(payload)
-    return _message(FRAME, flags, body)
+    return _message(FRAME, flags, body, version)
 
 
-def encode_bye():
+def encode_bye(version=PROTOCOL_VERSION):
     """Bye: the client sends nothing more; the server answers what is in flight, then closes."""
-    return _message(BYE, 0, b"")
+    return _message(BYE, 0, b"", version)
 
 
 class _Reader:
@@ -185,7 +190,7 @@ def _outputs(r):
     return outputs
 
 
-def _decode_body(kind, flags, body):
+def _decode_body(kind, flags, body, version):
     r = _Reader(body)
     if kind == WELCOME:
         version, max_size, window = r.unpack("HIH", "welcome")
@@ -198,9 +203,11 @@ def _decode_body(kind, flags, body):
             x0, y0, x1, y1, score = r.unpack("fffff", "object box")
             objects.append({"bbox": (x0, y0, x1, y1), "score": score, "class": r.cls(),
                             "outputs": _outputs(r)})
+        # Version 2 on: objects over the server's per-frame cap, counted but not listed.
+        dropped = r.unpack("I", "objects_dropped") if version >= 2 else 0
         msg = {"type": "result", "stream_id": stream_id, "seq": seq,
                "timing": {"queue_us": q, "detect_us": d, "classify_us": c, "total_us": t},
-               "objects": objects}
+               "objects": objects, "objects_dropped": dropped}
     elif kind == DROPPED:
         stream_id, seq = r.unpack("IQ", "frame id")
         msg = {"type": "dropped", "stream_id": stream_id, "seq": seq,
@@ -211,7 +218,8 @@ def _decode_body(kind, flags, body):
                "reason": r.code("B", REJECT_REASONS, "reject_reason"),
                "message": r.str("message")}
     elif kind == ERROR:
-        msg = {"type": "error", "code": r.code("H", ERROR_CODES, "error_code"),
+        codes = {k: v for k, v in ERROR_CODES.items() if ERROR_CODE_SINCE.get(k, 1) <= version}
+        msg = {"type": "error", "code": r.code("H", codes, "error_code"),
                "closing": bool(flags & FLAG_ERROR_CLOSING), "message": r.str("message")}
     else:
         raise ProtocolError("message type 0x%02x is not a server message" % kind)
@@ -239,7 +247,7 @@ def decode_server(buf, max_message_size=DEFAULT_MAX_MESSAGE_SIZE):
     if len(buf) < HEADER_LEN + body_len:
         return None
     body = bytes(buf[HEADER_LEN:HEADER_LEN + body_len])
-    return _decode_body(kind, flags, body), HEADER_LEN + body_len
+    return _decode_body(kind, flags, body, version), HEADER_LEN + body_len
 
 
 class Client:
@@ -278,7 +286,8 @@ class Client:
         """Sends one frame (arguments as for `encode_frame`)."""
         if seq in self._in_flight[stream_id]:
             raise ValueError("stream %d seq %d is already in flight" % (stream_id, seq))
-        msg = encode_frame(stream_id, seq, capture_ts_us, width, height, pixel_format, payload, **opts)
+        msg = encode_frame(stream_id, seq, capture_ts_us, width, height, pixel_format, payload,
+                           version=self.welcome["version"], **opts)
         if len(msg) - HEADER_LEN > self.welcome["max_message_size"]:
             raise ValueError("frame exceeds the server's max_message_size")
         while self.in_flight(stream_id) >= self.welcome["window"]:
@@ -293,7 +302,7 @@ class Client:
 
     def bye(self):
         """Sends Bye and returns every answer until the server closes the connection."""
-        self.sock.sendall(encode_bye())
+        self.sock.sendall(encode_bye(self.welcome["version"]))
         answers = list(self._pending)
         self._pending.clear()
         while True:

@@ -20,18 +20,20 @@ def golden(name):
     return bytes.fromhex("".join(line.split("#")[0] for line in text.splitlines()))
 
 
-# Same values as protocol/tests/golden.rs.
+# Same values as protocol/tests/golden.rs. Vectors named NAME_v2 are protocol version 2, the
+# rest version 1.
 CLIENT_VECTORS = {
     "hello": lambda: c.encode_hello("cam0", versions=[1]),
-    "frame_minimal": lambda: c.encode_frame(7, 42, 1700000000000000, 2, 2, "rgb24", bytes(range(12))),
+    "frame_minimal": lambda: c.encode_frame(7, 42, 1700000000000000, 2, 2, "rgb24", bytes(range(12)),
+                                            version=1),
     "frame_full": lambda: c.encode_frame(
         1, 2, 3, 4, 2, "nv12", b"\x80" * 12, priority=200,
         deadline_us=1700000000033000, deadline_absolute=True,
         detections=[{"bbox": (10.0, 20.0, 30.0, 40.0), "class": 3, "score": 0.5},
-                    {"bbox": (0.0, 0.0, 1.0, 1.0), "class": "car", "score": 1.0}]),
+                    {"bbox": (0.0, 0.0, 1.0, 1.0), "class": "car", "score": 1.0}], version=1),
     "frame_jpeg": lambda: c.encode_frame(9, 0, 5, 640, 480, "jpeg", b"\xff\xd8\xff\xd9",
-                                         deadline_us=33000, detections=[]),
-    "bye": c.encode_bye,
+                                         deadline_us=33000, detections=[], version=1),
+    "bye": lambda: c.encode_bye(version=1),
 }
 
 SERVER_VECTORS = {
@@ -42,12 +44,21 @@ SERVER_VECTORS = {
                "objects": [{"bbox": (10.0, 20.0, 30.0, 40.0), "score": 0.75, "class": "person",
                             "outputs": [{"model": "age", "topk": [("adult", 0.5), ("child", 0.25)]},
                                         {"model": "emb", "tensors": [
-                                            {"name": "v", "dims": [1, 2], "data": [1.0, -2.0]}]}]}]},
+                                            {"name": "v", "dims": [1, 2], "data": [1.0, -2.0]}]}]}],
+               "objects_dropped": 0},
+    "result_v2": {"type": "result", "stream_id": 7, "seq": 42,
+                  "timing": {"queue_us": 100, "detect_us": 2000, "classify_us": 3000,
+                             "total_us": 5500},
+                  "objects": [{"bbox": (10.0, 20.0, 30.0, 40.0), "score": 0.75, "class": 0,
+                               "outputs": []}],
+                  "objects_dropped": 65503},
     "dropped": {"type": "dropped", "stream_id": 7, "seq": 43, "reason": "deadline_passed"},
     "rejected": {"type": "rejected", "stream_id": 7, "seq": 44, "reason": "payload_size_mismatch",
                  "message": "bad"},
     "error": {"type": "error", "code": "unsupported_version", "closing": True,
               "message": "no common version"},
+    "error_v2": {"type": "error", "code": "connection_limit", "closing": True,
+                 "message": "too many connections (at most 64)"},
 }
 
 
@@ -104,6 +115,16 @@ class Malformed(unittest.TestCase):
         raw = bytearray(golden("rejected"))
         raw[-5] = 9  # message length 9, 3 bytes follow
         with self.assertRaisesRegex(c.ProtocolError, "`message` needs 9 bytes, 3 remain"):
+            c.decode_server(bytes(raw))
+
+    def test_version_2_codes_and_fields_are_not_read_in_version_1(self):
+        raw = bytearray(golden("error_v2"))
+        raw[4] = 1  # the same bytes under a version-1 header: code 10 does not exist there
+        with self.assertRaisesRegex(c.ProtocolError, "error_code"):
+            c.decode_server(bytes(raw))
+        raw = bytearray(golden("result_v2"))
+        raw[4] = 1  # objects_dropped is not part of a version-1 Result
+        with self.assertRaisesRegex(c.ProtocolError, "4 trailing bytes"):
             c.decode_server(bytes(raw))
 
     def test_encoder_refuses_wrong_payload_size(self):

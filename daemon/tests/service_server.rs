@@ -67,7 +67,7 @@ fn pipelined_frames_on_many_streams_are_all_answered() {
     let p = FakeProcessor::new(Some(Duration::from_millis(1)), 8);
     let server = TestServer::start(cfg(), p.clone());
     let c = Client::connect(&server.socket, "probe").expect("connect");
-    assert_eq!(c.welcome().version, 1);
+    assert_eq!(c.welcome().version, 2);
     assert_eq!(c.welcome().window, 4);
     drop(c);
     let tally = run_client(&server.socket, "cam", 3, 40);
@@ -284,7 +284,10 @@ fn connections_over_the_limit_are_refused_with_an_error() {
     let server = TestServer::start(c, p);
     let mut first = Client::connect(&server.socket, "first").expect("connect");
     match Client::connect(&server.socket, "second") {
-        Err(ClientError::Refused(e)) => assert_eq!(e.code, ErrorCode::Internal),
+        Err(ClientError::Refused(e)) => {
+            assert_eq!(e.code, ErrorCode::ConnectionLimit);
+            assert!(e.message.contains("at most 1"), "{}", e.message);
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     first.send_frame(&frame(0, 0)).expect("send");

@@ -180,7 +180,12 @@ impl Client {
 
     fn send(&mut self, msg: &ClientMessage) -> Result<(), ClientError> {
         self.write_buf.clear();
-        msg.encode(&mut self.write_buf, self.welcome.max_message_size)?;
+        // Before the handshake `welcome.version` is 0: Hello carries version 1 whatever we pass.
+        let version = match self.welcome.version {
+            0 => crate::wire::PROTOCOL_VERSION,
+            v => v,
+        };
+        msg.encode_version(&mut self.write_buf, self.welcome.max_message_size, version)?;
         self.stream.write_all(&self.write_buf)?;
         Ok(())
     }

@@ -57,16 +57,24 @@ fn eof_error<M: Decode>(src: &BytesMut, max: u32) -> DecodeError {
 /// An invalid `Frame` whose framing is intact decodes as `Ok(Some(Err(rejected)))`: its bytes are
 /// consumed, the server sends `rejected` back and the connection goes on. Every other decode
 /// error is fatal (send `Error` with `DecodeError::error_code`, then close).
+///
+/// Messages are encoded in version 1 until the codec encodes a `Welcome`, then in the version
+/// that `Welcome` chose.
 #[derive(Debug, Clone, Copy)]
 pub struct ServerCodec {
     /// Largest body accepted from the client; also the largest body encoded.
     pub max_message_size: u32,
+    /// The version answers are encoded in (see the type's docs).
+    pub version: u16,
 }
 
 impl ServerCodec {
     /// A codec accepting bodies up to `max_message_size` bytes.
     pub fn new(max_message_size: u32) -> Self {
-        Self { max_message_size }
+        Self {
+            max_message_size,
+            version: crate::wire::HANDSHAKE_VERSION,
+        }
     }
 }
 
@@ -98,7 +106,11 @@ impl Encoder<&ServerMessage> for ServerCodec {
     type Error = CodecError;
 
     fn encode(&mut self, item: &ServerMessage, dst: &mut BytesMut) -> Result<(), CodecError> {
-        Ok(item.encode(dst, self.max_message_size)?)
+        item.encode_version(dst, self.max_message_size, self.version)?;
+        if let ServerMessage::Welcome(w) = item {
+            self.version = w.version;
+        }
+        Ok(())
     }
 }
 
@@ -111,16 +123,24 @@ impl Encoder<ServerMessage> for ServerCodec {
 }
 
 /// Client side: decodes `ServerMessage`s, encodes `ClientMessage`s. Every decode error is fatal.
+///
+/// Messages are encoded in [`crate::PROTOCOL_VERSION`] until the codec decodes a `Welcome`,
+/// then in the version that `Welcome` chose.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientCodec {
     /// Largest body accepted from the server; also the largest body encoded.
     pub max_message_size: u32,
+    /// The version messages are encoded in (see the type's docs).
+    pub version: u16,
 }
 
 impl ClientCodec {
     /// A codec accepting bodies up to `max_message_size` bytes.
     pub fn new(max_message_size: u32) -> Self {
-        Self { max_message_size }
+        Self {
+            max_message_size,
+            version: crate::wire::PROTOCOL_VERSION,
+        }
     }
 }
 
@@ -131,7 +151,15 @@ impl Decoder for ClientCodec {
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ServerMessage>, CodecError> {
         match decode_next::<ServerMessage>(src, self.max_message_size)? {
             None => Ok(None),
-            Some(r) => Ok(Some(r?)),
+            Some(r) => {
+                let m = r?;
+                if let ServerMessage::Welcome(w) = &m {
+                    if crate::wire::SUPPORTED_VERSIONS.contains(&w.version) {
+                        self.version = w.version;
+                    }
+                }
+                Ok(Some(m))
+            }
         }
     }
 
@@ -148,7 +176,7 @@ impl Encoder<&ClientMessage> for ClientCodec {
     type Error = CodecError;
 
     fn encode(&mut self, item: &ClientMessage, dst: &mut BytesMut) -> Result<(), CodecError> {
-        Ok(item.encode(dst, self.max_message_size)?)
+        Ok(item.encode_version(dst, self.max_message_size, self.version)?)
     }
 }
 

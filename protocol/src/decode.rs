@@ -287,7 +287,7 @@ fn object(r: &mut Reader<'_>) -> Result<ObjectResult, BodyError> {
     })
 }
 
-fn result(r: &mut Reader<'_>) -> Result<FrameResult, BodyError> {
+fn result(r: &mut Reader<'_>, version: u16) -> Result<FrameResult, BodyError> {
     let stream_id = r.u32("stream_id")?;
     let seq = r.u64("seq")?;
     let timing = Timing {
@@ -300,12 +300,18 @@ fn result(r: &mut Reader<'_>) -> Result<FrameResult, BodyError> {
     // bbox + score + class kind + at least 2 bytes of class + output count.
     r.check_count("objects", n, 24)?;
     let objects = (0..n).map(|_| object(r)).collect::<Result<Vec<_>, _>>()?;
+    let objects_dropped = if version >= 2 {
+        r.u32("objects_dropped")?
+    } else {
+        0
+    };
     r.finish()?;
     Ok(FrameResult {
         stream_id,
         seq,
         timing,
         objects,
+        objects_dropped,
     })
 }
 
@@ -345,13 +351,19 @@ fn rejected(r: &mut Reader<'_>) -> Result<Rejected, BodyError> {
     })
 }
 
-fn error(r: &mut Reader<'_>, fl: u8) -> Result<ServerError, BodyError> {
+fn error(r: &mut Reader<'_>, fl: u8, version: u16) -> Result<ServerError, BodyError> {
     let raw = r.u16("error_code")?;
-    let code = ErrorCode::from_code(raw).ok_or(BodyError::OutOfRange {
-        field: "error_code",
-        value: raw.into(),
-        allowed: "1..=9",
-    })?;
+    let code = ErrorCode::from_code(raw)
+        .filter(|c| c.since_version() <= version)
+        .ok_or(BodyError::OutOfRange {
+            field: "error_code",
+            value: raw.into(),
+            allowed: if version >= 2 {
+                "1..=11"
+            } else {
+                "1..=9 (version 1)"
+            },
+        })?;
     let message = r.string("message")?;
     r.finish()?;
     Ok(ServerError {
@@ -406,10 +418,10 @@ impl Decode for ServerMessage {
         let kind = h.kind;
         let msg = match kind {
             MessageType::Welcome => welcome(r).map(Self::Welcome),
-            MessageType::Result => result(r).map(Self::Result),
+            MessageType::Result => result(r, h.version).map(Self::Result),
             MessageType::Dropped => dropped(r).map(Self::Dropped),
             MessageType::Rejected => rejected(r).map(Self::Rejected),
-            MessageType::Error => error(r, h.flags).map(Self::Error),
+            MessageType::Error => error(r, h.flags, h.version).map(Self::Error),
             _ => return Err(DecodeError::WrongDirection { kind }),
         };
         msg.map_err(body_err(kind))

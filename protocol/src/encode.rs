@@ -8,20 +8,26 @@ use crate::message::{
     ServerMessage, Welcome,
 };
 use crate::validate;
-use crate::wire::{flags, Header, MessageType, HANDSHAKE_VERSION, HEADER_LEN, PROTOCOL_VERSION};
+use crate::wire::{
+    flags, Header, MessageType, HANDSHAKE_VERSION, HEADER_LEN, PROTOCOL_VERSION, SUPPORTED_VERSIONS,
+};
 
-/// Writes one whole message, or nothing at all on error.
+/// Writes one whole message in protocol `version` (the handshake's own messages always carry
+/// version 1), or nothing at all on error.
 fn encode_message(
     dst: &mut BytesMut,
     kind: MessageType,
     flags: u8,
-    max_message_size: u32,
+    (max_message_size, version): (u32, u16),
     body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
 ) -> Result<(), EncodeError> {
+    if !SUPPORTED_VERSIONS.contains(&version) {
+        return Err(EncodeError::UnsupportedVersion { version });
+    }
     let start = dst.len();
     let version = match kind {
         MessageType::Hello | MessageType::Welcome => HANDSHAKE_VERSION,
-        _ => PROTOCOL_VERSION,
+        _ => version,
     };
     Header {
         version,
@@ -217,7 +223,7 @@ fn object_body(dst: &mut BytesMut, o: &ObjectResult) -> Result<(), EncodeError> 
     Ok(())
 }
 
-fn result_body(dst: &mut BytesMut, r: &FrameResult) -> Result<(), EncodeError> {
+fn result_body(dst: &mut BytesMut, r: &FrameResult, version: u16) -> Result<(), EncodeError> {
     dst.put_u32_le(r.stream_id);
     dst.put_u64_le(r.seq);
     let t = &r.timing;
@@ -228,26 +234,39 @@ fn result_body(dst: &mut BytesMut, r: &FrameResult) -> Result<(), EncodeError> {
     for o in &r.objects {
         object_body(dst, o)?;
     }
+    if version >= 2 {
+        dst.put_u32_le(r.objects_dropped);
+    }
     Ok(())
 }
 
 impl ClientMessage {
-    /// Appends this message to `dst`. Fails, writing nothing, when the body would exceed
-    /// `max_message_size`, a string or list is too long, or a value is one the decoder rejects.
+    /// Appends this message to `dst` in [`PROTOCOL_VERSION`]. Fails, writing nothing, when the
+    /// body would exceed `max_message_size`, a string or list is too long, or a value is one the
+    /// decoder rejects.
     pub fn encode(&self, dst: &mut BytesMut, max_message_size: u32) -> Result<(), EncodeError> {
+        self.encode_version(dst, max_message_size, PROTOCOL_VERSION)
+    }
+
+    /// As [`ClientMessage::encode`], in protocol `version` (the one the handshake chose).
+    pub fn encode_version(
+        &self,
+        dst: &mut BytesMut,
+        max_message_size: u32,
+        version: u16,
+    ) -> Result<(), EncodeError> {
         let kind = self.kind();
+        let lim = (max_message_size, version);
         match self {
             Self::Hello(h) => {
                 validate::hello(h).map_err(invalid(kind))?;
-                encode_message(dst, kind, 0, max_message_size, |d| hello_body(d, h))
+                encode_message(dst, kind, 0, lim, |d| hello_body(d, h))
             }
             Self::Frame(f) => {
                 validate::frame(f).map_err(invalid(kind))?;
-                encode_message(dst, kind, frame_flags(f), max_message_size, |d| {
-                    frame_body(d, f)
-                })
+                encode_message(dst, kind, frame_flags(f), lim, |d| frame_body(d, f))
             }
-            Self::Bye => encode_message(dst, kind, 0, max_message_size, |_| Ok(())),
+            Self::Bye => encode_message(dst, kind, 0, lim, |_| Ok(())),
         }
     }
 
@@ -262,17 +281,30 @@ impl ClientMessage {
 }
 
 impl ServerMessage {
-    /// Appends this message to `dst`. Fails, writing nothing, when the body would exceed
-    /// `max_message_size`, a string or list is too long, or a value is one the decoder rejects.
+    /// Appends this message to `dst` in [`PROTOCOL_VERSION`]. Fails, writing nothing, when the
+    /// body would exceed `max_message_size`, a string or list is too long, or a value is one the
+    /// decoder rejects.
     pub fn encode(&self, dst: &mut BytesMut, max_message_size: u32) -> Result<(), EncodeError> {
+        self.encode_version(dst, max_message_size, PROTOCOL_VERSION)
+    }
+
+    /// As [`ServerMessage::encode`], in protocol `version` (the one the handshake chose, 1
+    /// before it): fields the version lacks are left out (`Result::objects_dropped` in version
+    /// 1) and an `Error` code it lacks is sent as its stand-in ([`crate::ErrorCode::for_version`]).
+    pub fn encode_version(
+        &self,
+        dst: &mut BytesMut,
+        max_message_size: u32,
+        version: u16,
+    ) -> Result<(), EncodeError> {
         let kind = self.kind();
-        let max = max_message_size;
+        let max = (max_message_size, version);
         match self {
             Self::Welcome(w) => {
                 validate::welcome(w).map_err(invalid(kind))?;
                 encode_message(dst, kind, 0, max, |d| welcome_body(d, w))
             }
-            Self::Result(r) => encode_message(dst, kind, 0, max, |d| result_body(d, r)),
+            Self::Result(r) => encode_message(dst, kind, 0, max, |d| result_body(d, r, version)),
             Self::Dropped(x) => encode_message(dst, kind, 0, max, |d| {
                 d.put_u32_le(x.stream_id);
                 d.put_u64_le(x.seq);
@@ -288,7 +320,7 @@ impl ServerMessage {
             Self::Error(e) => {
                 let fl = if e.closing { flags::ERROR_CLOSING } else { 0 };
                 encode_message(dst, kind, fl, max, |d| {
-                    d.put_u16_le(e.code.code());
+                    d.put_u16_le(e.code.for_version(version).code());
                     put_str(d, "message", &e.message)
                 })
             }

@@ -269,6 +269,15 @@ impl DecodeError {
 /// Why a message could not be encoded. Nothing is written when encoding fails.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EncodeError {
+    /// The requested protocol version is not one this crate speaks.
+    #[error(
+        "protocol version {version} is not supported (supported: {:?})",
+        crate::wire::SUPPORTED_VERSIONS
+    )]
+    UnsupportedVersion {
+        /// The version asked for.
+        version: u16,
+    },
     /// The body would exceed the maximum message size.
     #[error("{kind} body of {body_len} bytes exceeds the maximum of {max}")]
     TooLarge {

@@ -243,6 +243,10 @@ pub struct FrameResult {
     pub timing: Timing,
     /// Objects found (at most 65535).
     pub objects: Vec<ObjectResult>,
+    /// Objects found (upstream or by the detector) beyond the server's per-frame cap: neither
+    /// classified nor listed, only counted. Sent from protocol version 2 on; a version-1 peer
+    /// never sees it (it decodes as 0).
+    pub objects_dropped: u32,
 }
 
 /// Why a frame was not processed.
@@ -382,11 +386,15 @@ pub enum ErrorCode {
     Internal,
     /// The server is shutting down and closes the connection.
     ShuttingDown,
+    /// The server already serves as many connections as it allows (version 2 on).
+    ConnectionLimit,
+    /// The client took too long: no `Hello` in time, or a message left half-sent (version 2 on).
+    Timeout,
 }
 
 impl ErrorCode {
     /// Every code, in code order.
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 11] = [
         Self::BadMagic,
         Self::UnsupportedVersion,
         Self::UnknownMessageType,
@@ -396,7 +404,31 @@ impl ErrorCode {
         Self::UnexpectedMessage,
         Self::Internal,
         Self::ShuttingDown,
+        Self::ConnectionLimit,
+        Self::Timeout,
     ];
+
+    /// The first protocol version that defines this code.
+    pub const fn since_version(self) -> u16 {
+        match self {
+            Self::ConnectionLimit | Self::Timeout => 2,
+            _ => 1,
+        }
+    }
+
+    /// The code to send to a peer speaking `version`: this one if the version defines it, else
+    /// its version-1 stand-in (connection limit: internal; timeout: malformed), as
+    /// `docs/protocol.md` says. The message text still names the real cause.
+    pub const fn for_version(self, version: u16) -> Self {
+        if version >= self.since_version() {
+            return self;
+        }
+        match self {
+            Self::ConnectionLimit => Self::Internal,
+            Self::Timeout => Self::Malformed,
+            other => other,
+        }
+    }
 
     /// The u16 on the wire.
     pub const fn code(self) -> u16 {
@@ -410,6 +442,8 @@ impl ErrorCode {
             Self::UnexpectedMessage => 7,
             Self::Internal => 8,
             Self::ShuttingDown => 9,
+            Self::ConnectionLimit => 10,
+            Self::Timeout => 11,
         }
     }
 

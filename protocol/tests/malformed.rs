@@ -118,10 +118,19 @@ fn bad_magic() {
 #[test]
 fn unsupported_version() {
     assert_eq!(
-        client(&raw_v(2, 0x03, 0, &[])),
+        client(&raw_v(3, 0x03, 0, &[])),
+        Err(DecodeError::UnsupportedVersion {
+            version: 3,
+            kind: MessageType::Bye
+        })
+    );
+    assert_eq!(client(&raw_v(2, 0x03, 0, &[])), Ok(ClientMessage::Bye));
+    // Hello and Welcome stay version 1 whatever the version chosen.
+    assert_eq!(
+        client(&raw_v(2, 0x01, 0, &B::default().u8(1).u16(2).str("x").0)),
         Err(DecodeError::UnsupportedVersion {
             version: 2,
-            kind: MessageType::Bye
+            kind: MessageType::Hello
         })
     );
     // Hello always carries the frozen handshake version 1 in its header.
@@ -684,6 +693,7 @@ fn encoder_refuses_what_the_decoder_would_reject() {
                 }]),
             }],
         }],
+        objects_dropped: 0,
     })
     .encode(&mut b, MAX);
     assert!(matches!(
@@ -720,6 +730,83 @@ fn encoder_refuses_what_the_decoder_would_reject() {
 fn version_negotiation_picks_the_highest_common_version() {
     assert_eq!(negotiate(&[1]), Some(1));
     assert_eq!(negotiate(&[7, 1, 3]), Some(1));
-    assert_eq!(negotiate(&[2, 3]), None);
+    assert_eq!(negotiate(&[1, 2]), Some(2));
+    assert_eq!(negotiate(&[2, 3]), Some(2));
+    assert_eq!(negotiate(&[3, 4]), None);
     assert_eq!(negotiate(&[]), None);
+}
+
+/// Version 2's additions: `objects_dropped` ends a Result, and Error codes 10 and 11 exist;
+/// neither is read from (nor written in) a version-1 message.
+#[test]
+fn version_2_fields_and_codes_only_in_version_2() {
+    let r = ServerMessage::Result(FrameResult {
+        stream_id: 1,
+        seq: 2,
+        timing: Timing::default(),
+        objects: vec![],
+        objects_dropped: 9,
+    });
+    let enc = |m: &ServerMessage, v: u16| {
+        let mut b = BytesMut::new();
+        m.encode_version(&mut b, MAX, v).unwrap();
+        b.to_vec()
+    };
+    let v2 = enc(&r, 2);
+    let v1 = enc(&r, 1);
+    assert_eq!(v2.len(), v1.len() + 4);
+    assert_eq!(ServerMessage::decode_exact(&v2, MAX), Ok(r.clone()));
+    let ServerMessage::Result(back) = ServerMessage::decode_exact(&v1, MAX).unwrap() else {
+        panic!()
+    };
+    assert_eq!(back.objects_dropped, 0, "a version-1 peer never sees it");
+    // The version-2 body under a version-1 header has 4 trailing bytes.
+    let mut lying = v2.clone();
+    lying[4] = 1;
+    assert!(matches!(
+        ServerMessage::decode_exact(&lying, MAX),
+        Err(DecodeError::Body {
+            error: BodyError::TrailingBytes { count: 4 },
+            ..
+        })
+    ));
+    for (code, v1_code) in [
+        (ErrorCode::ConnectionLimit, ErrorCode::Internal),
+        (ErrorCode::Timeout, ErrorCode::Malformed),
+    ] {
+        let e = |c| {
+            ServerMessage::Error(ServerError {
+                code: c,
+                closing: true,
+                message: "m".into(),
+            })
+        };
+        assert_eq!(
+            ServerMessage::decode_exact(&enc(&e(code), 2), MAX),
+            Ok(e(code))
+        );
+        // Sent to a version-1 peer as its stand-in.
+        assert_eq!(
+            ServerMessage::decode_exact(&enc(&e(code), 1), MAX),
+            Ok(e(v1_code))
+        );
+        let mut lying = enc(&e(code), 2);
+        lying[4] = 1;
+        assert!(matches!(
+            ServerMessage::decode_exact(&lying, MAX),
+            Err(DecodeError::Body {
+                error: BodyError::OutOfRange {
+                    field: "error_code",
+                    ..
+                },
+                ..
+            })
+        ));
+    }
+    let mut b = BytesMut::new();
+    assert_eq!(
+        r.encode_version(&mut b, MAX, 3),
+        Err(EncodeError::UnsupportedVersion { version: 3 })
+    );
+    assert!(b.is_empty());
 }

@@ -77,7 +77,17 @@ fn jpeg_options() -> DecoderOptions {
         .jpeg_set_out_colorspace(ColorSpace::RGB)
 }
 
-/// Reads the width and height from a JPEG header without decoding the pixels.
+/// Fewest bytes a JPEG of `width` x `height` pixels can have: every 8x8 block of its
+/// full-resolution component takes at least one bit of entropy-coded data (a Huffman code is
+/// never shorter, in a sequential scan and in a progressive DC scan alike), so a file smaller
+/// than this cannot hold the image its header declares.
+pub fn jpeg_min_bytes(width: u32, height: u32) -> u64 {
+    let blocks = u64::from(width.div_ceil(8)) * u64::from(height.div_ceil(8));
+    blocks.div_ceil(8)
+}
+
+/// Reads the width and height from a JPEG header without decoding the pixels, and refuses a
+/// file too small to hold them ([`jpeg_min_bytes`]) before anything is allocated for them.
 fn jpeg_dims(data: &[u8]) -> Result<(u32, u32)> {
     let mut dec = JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
     dec.decode_headers()
@@ -85,7 +95,16 @@ fn jpeg_dims(data: &[u8]) -> Result<(u32, u32)> {
     let info = dec
         .info()
         .ok_or_else(|| VisionError::Jpeg("header has no frame info".into()))?;
-    Ok((u32::from(info.width), u32::from(info.height)))
+    let (w, h) = (u32::from(info.width), u32::from(info.height));
+    let min = jpeg_min_bytes(w, h);
+    if (data.len() as u64) < min {
+        return Err(VisionError::Jpeg(format!(
+            "the header declares {w}x{h} pixels, which need at least {min} bytes of image data \
+             (one bit per 8x8 block), but the file has {} bytes",
+            data.len()
+        )));
+    }
+    Ok((w, h))
 }
 
 impl Frame {

@@ -47,12 +47,12 @@ pub mod ssd;
 pub mod yolo;
 
 pub use error::VisionError;
-pub use frame::{Frame, PixelFormat, RgbImage, MAX_SIDE};
+pub use frame::{jpeg_min_bytes, Frame, PixelFormat, RgbImage, MAX_SIDE};
 pub use geometry::{BBox, Detection};
 pub use nms::{nms, NmsConfig};
 pub use normalize::{ChannelOrder, Layout, NormConfig, Normalizer, Tensor};
 pub use resize::{crop_fit_transform, Crop, Placement, Preprocessor, Transform};
-pub use routing::{RoutedObject, Router, RoutingConfig};
+pub use routing::{keep_best, RoutedObject, Router, RoutingConfig};
 
 /// Result type of this crate.
 pub type Result<T, E = VisionError> = std::result::Result<T, E>;

@@ -109,10 +109,15 @@ impl Router {
         self.models.get(class_id)?.as_deref()
     }
 
+    /// The most objects classified per frame.
+    pub fn max_objects(&self) -> usize {
+        self.max_objects
+    }
+
     /// The detections to classify: routed classes only, at least the minimum size on both sides,
-    /// finite scores, at most `max_objects` of them, highest score first.
+    /// finite scores, at most `max_objects` of them ([`keep_best`]), highest score first.
     pub fn route(&self, detections: &[Detection]) -> Vec<RoutedObject<'_>> {
-        let mut out: Vec<RoutedObject<'_>> = detections
+        let candidates: Vec<RoutedObject<'_>> = detections
             .iter()
             .filter(|d| {
                 d.score.is_finite()
@@ -128,10 +133,40 @@ impl Router {
                 })
             })
             .collect();
+        let scores: Vec<f32> = candidates.iter().map(|o| o.detection.score).collect();
+        let mut out: Vec<RoutedObject<'_>> = keep_best(&scores, self.max_objects)
+            .into_iter()
+            .map(|i| candidates[i])
+            .collect();
         out.sort_by(|a, b| b.detection.score.total_cmp(&a.detection.score));
-        out.truncate(self.max_objects);
         out
     }
+}
+
+/// The per-frame object cap: the indices of the `max` highest of `scores` (NaN counts as the
+/// lowest; equal scores keep the earlier object), in their original order. Everything past the
+/// cap is left out before any crop is cut, so a frame's work is bounded whatever its object
+/// count; the caller reports `scores.len() - kept.len()` as dropped. O(n) time, one index
+/// vector of memory.
+pub fn keep_best(scores: &[f32], max: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    if idx.len() > max {
+        let key = |i: usize| {
+            let s = scores[i];
+            if s.is_nan() {
+                f32::NEG_INFINITY
+            } else {
+                s
+            }
+        };
+        let better = |a: &usize, b: &usize| key(*b).total_cmp(&key(*a)).then(a.cmp(b));
+        if max > 0 {
+            idx.select_nth_unstable_by(max - 1, better);
+        }
+        idx.truncate(max);
+        idx.sort_unstable();
+    }
+    idx
 }
 
 #[cfg(test)]
@@ -187,6 +222,17 @@ mod tests {
             (out[1].class_name, out[1].model, out[1].detection.score),
             ("person", "squeezenet", 0.6)
         );
+    }
+
+    #[test]
+    fn keep_best_keeps_the_highest_scores_in_order() {
+        let scores = [0.1, 0.9, f32::NAN, 0.5, 0.9, 0.2];
+        assert_eq!(keep_best(&scores, 3), vec![1, 3, 4]);
+        assert_eq!(keep_best(&scores, 1), vec![1]);
+        assert_eq!(keep_best(&scores, 0), Vec::<usize>::new());
+        assert_eq!(keep_best(&scores, 6), (0..6).collect::<Vec<_>>());
+        assert_eq!(keep_best(&scores, 99), (0..6).collect::<Vec<_>>());
+        assert_eq!(keep_best(&scores, 5), vec![0, 1, 3, 4, 5]);
     }
 
     #[test]

@@ -249,6 +249,7 @@ pub fn answer_json(m: &ServerMessage) -> serde_json::Value {
                     }),
                 }).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
+            "objects_dropped": r.objects_dropped,
         }),
         ServerMessage::Dropped(d) => json!({
             "type": "dropped", "stream": d.stream_id, "seq": d.seq,

@@ -187,6 +187,7 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         prep_threads: p.prep_threads,
+        max_objects: p.max_objects,
     });
     Ok(Built {
         pipeline,

@@ -39,6 +39,12 @@ pub struct PipelineConfig {
     /// Threads preparing frames and crops.
     #[serde(default = "d_prep")]
     pub prep_threads: usize,
+    /// Most objects one frame may bring (its upstream boxes, or what its detector found):
+    /// the highest scores are kept before any crop is cut, the rest are answered as
+    /// `objects_dropped` in the frame's `Result`. Bounds a frame's crops and memory
+    /// (`docs/operations.md`, "Limits").
+    #[serde(default = "d_max_objects")]
+    pub max_objects: usize,
     /// Late binding: the most queued work, ms, a processor may have for the
     /// scheduler to place another batch on it. A batch whose chosen host is
     /// further behind waits in the scheduler and is placed when some host
@@ -80,6 +86,9 @@ fn d_in_flight() -> usize {
 }
 fn d_prep() -> usize {
     1
+}
+fn d_max_objects() -> usize {
+    64
 }
 
 /// Files of a learned global policy.
@@ -300,7 +309,12 @@ pub enum OutputSpec {
     /// Detector stage done upstream (e.g. DeepStream's primary detector): there is no
     /// model file, it is never loaded or run, and frames must carry their detections
     /// (a frame without them is rejected). Its profile entry should be a negligible cost.
-    Upstream,
+    Upstream {
+        /// Class names by id: a box whose class is sent as id `i` (protocol `class` kind 0,
+        /// "the detector's label index") is the class `labels[i]` and routed by that name.
+        #[serde(default)]
+        labels: Vec<String>,
+    },
     /// Detector: MTCNN P-Net on an image pyramid (`input.pyramid`); every box is class
     /// `label`. Outputs are told apart by their channels (2 = face/not face, 4 = box
     /// regression); the map layout follows `input.norm.layout` (`nwhc` = transposed).
@@ -455,7 +469,7 @@ impl OutputSpec {
                 | OutputSpec::Centernet { .. }
                 | OutputSpec::Ssd { .. }
                 | OutputSpec::Dbnet { .. }
-                | OutputSpec::Upstream
+                | OutputSpec::Upstream { .. }
                 | OutputSpec::MtcnnPnet { .. }
                 | OutputSpec::Blazeface { .. }
         )
@@ -463,7 +477,7 @@ impl OutputSpec {
 
     /// Whether this is an upstream-only detector (no model, never run).
     pub fn is_upstream(&self) -> bool {
-        matches!(self, OutputSpec::Upstream)
+        matches!(self, OutputSpec::Upstream { .. })
     }
 }
 
@@ -590,8 +604,10 @@ impl PipelineConfig {
                 bail!("pipeline.dispatch_ahead_ms = {h}: must be >= 0 (or left out)");
             }
         }
-        if self.max_in_flight == 0 || self.prep_threads == 0 {
-            bail!("pipeline.max_in_flight and pipeline.prep_threads must be at least 1");
+        if self.max_in_flight == 0 || self.prep_threads == 0 || self.max_objects == 0 {
+            bail!(
+                "pipeline.max_in_flight, pipeline.prep_threads and pipeline.max_objects must be at least 1"
+            );
         }
         Ok(())
     }

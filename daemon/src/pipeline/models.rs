@@ -156,8 +156,8 @@ pub enum Decoder {
     },
     /// DBNet text detector.
     Dbnet { config: DbNetConfig },
-    /// Detections come with the frame; never run.
-    Upstream,
+    /// Detections come with the frame; never run. `labels` name class ids.
+    Upstream { labels: Vec<String> },
     /// MTCNN P-Net on one pyramid scale.
     Pnet {
         config: PnetConfig,
@@ -286,7 +286,9 @@ impl Decoder {
                 nms: nms.clone(),
             },
             OutputSpec::Dbnet { db } => Decoder::Dbnet { config: db.clone() },
-            OutputSpec::Upstream => Decoder::Upstream,
+            OutputSpec::Upstream { labels } => Decoder::Upstream {
+                labels: labels.clone(),
+            },
             OutputSpec::MtcnnPnet { pnet, label } => Decoder::Pnet {
                 config: pnet.clone(),
                 label: label.clone(),
@@ -388,7 +390,17 @@ impl Decoder {
 
     /// Whether this is an upstream detector (never loaded or run).
     pub fn is_upstream(&self) -> bool {
-        matches!(self, Decoder::Upstream)
+        matches!(self, Decoder::Upstream { .. })
+    }
+
+    /// A detector's class names by class id (empty for detectors without ids).
+    pub fn labels(&self) -> &[String] {
+        match self {
+            Decoder::Yolo { labels, .. }
+            | Decoder::Ssd { labels, .. }
+            | Decoder::Upstream { labels } => labels,
+            _ => &[],
+        }
     }
 
     /// Combines the objects of all of a frame's detector items (pyramid scales:
@@ -512,7 +524,7 @@ impl Decoder {
                         .collect(),
                 )
             }
-            Decoder::Upstream => {
+            Decoder::Upstream { .. } => {
                 bail!("the upstream detector is never run, so it has no outputs to read")
             }
             Decoder::Pnet {
@@ -982,6 +994,8 @@ output = { kind = "age_gender" }"#,
         );
         let no_box = ItemContext { bbox: None, ..ctx };
         assert!(rnet.decode(&out(0.9), &no_box).is_err());
-        assert!(Decoder::Upstream.decode(&out(0.9), &ctx).is_err());
+        assert!(Decoder::Upstream { labels: vec![] }
+            .decode(&out(0.9), &ctx)
+            .is_err());
     }
 }

@@ -231,8 +231,16 @@ fn crop_all(
 /// Decodes a received frame to RGB, with the reject reason when it cannot be.
 pub fn decode(raw: &camdnn_protocol::Frame) -> Result<RgbImage, (RejectReason, String)> {
     use camdnn_protocol::PixelFormat as P;
+    use camdnn_vision::VisionError as E;
     let bytes = raw.payload.to_vec();
-    let bad = |e: camdnn_vision::VisionError| (RejectReason::Malformed, e.to_string());
+    let bad = |e: E| {
+        let reason = match e {
+            E::FrameDims { .. } => RejectReason::BadDimensions,
+            E::FrameSize { .. } => RejectReason::PayloadSizeMismatch,
+            _ => RejectReason::Malformed,
+        };
+        (reason, e.to_string())
+    };
     let frame = match raw.pixel_format {
         P::Jpeg => {
             let f = Frame::jpeg(bytes).map_err(bad)?;

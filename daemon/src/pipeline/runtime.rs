@@ -17,7 +17,7 @@ use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
     RejectReason, Timing,
 };
-use camdnn_vision::{BBox, RgbImage, Transform};
+use camdnn_vision::{keep_best, BBox, RgbImage, Transform};
 use tokio::sync::oneshot;
 
 use super::health::{PipelineHealth, HEARTBEAT};
@@ -168,6 +168,8 @@ pub struct Parts {
     pub prep_threads: usize,
     /// Late binding: hold batches whose host has more queued work than this, ms.
     pub dispatch_ahead_ms: Option<f64>,
+    /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
+    pub max_objects: usize,
 }
 
 /// Starts the scheduler thread and returns the pipeline handle.
@@ -217,6 +219,7 @@ pub fn start(parts: Parts) -> Pipeline {
         queues: HashMap::new(),
         held: VecDeque::new(),
         dispatch_ahead_ms: parts.dispatch_ahead_ms,
+        max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
         next_batch: 0,
@@ -256,7 +259,8 @@ struct BatchMeta {
 
 struct ObjectState {
     bbox: BBox,
-    class: String,
+    /// The class as the result names it (the client's id when no label names it).
+    class: ClassRef,
     score: f32,
     outputs: Vec<Output>,
     /// A model's verdict removed it (e.g. R-Net found no face): left out of the result.
@@ -285,6 +289,8 @@ struct FrameState {
     detect_done: Option<Instant>,
     /// Requests made for each model so far (index = `ModelId`).
     requests: Vec<u32>,
+    /// Objects over `max_objects`, left out before any crop was cut.
+    objects_dropped: u32,
 }
 
 struct Actor {
@@ -313,6 +319,8 @@ struct Actor {
     /// behind (`dispatch_ahead_ms`), oldest first.
     held: VecDeque<(u64, ModelId)>,
     dispatch_ahead_ms: Option<f64>,
+    /// The per-frame object cap.
+    max_objects: usize,
     batches: HashMap<u64, BatchMeta>,
     next_frame: u64,
     next_batch: u64,
@@ -431,6 +439,7 @@ impl Actor {
             detect_us: 0,
             detect_done: None,
             requests: vec![0; self.system.num_models()],
+            objects_dropped: 0,
         };
         let root = self
             .system
@@ -439,14 +448,22 @@ impl Actor {
             .expect("a validated system has a detector");
         match &frame.detections {
             Some(dets) => {
+                let scores: Vec<f32> = dets.iter().map(|d| d.score).collect();
+                let kept = keep_best(&scores, self.max_objects);
+                state.objects_dropped = (dets.len() - kept.len()) as u32;
+                let labels = self.models[root.0].decoder.labels();
                 let mut crops = Vec::new();
-                for (n, d) in dets.iter().enumerate() {
-                    let class = match &d.class {
-                        ClassRef::Name(s) => s.clone(),
-                        ClassRef::Id(i) => i.to_string(),
+                for (n, d) in kept.into_iter().map(|i| &dets[i]).enumerate() {
+                    // A class id is the detector's label index (protocol.md): route by its name.
+                    let (name, class) = match &d.class {
+                        ClassRef::Name(s) => (Some(s.as_str()), ClassRef::Name(s.clone())),
+                        ClassRef::Id(i) => match labels.get(*i as usize) {
+                            Some(l) => (Some(l.as_str()), ClassRef::Name(l.clone())),
+                            None => (None, ClassRef::Id(*i)),
+                        },
                     };
                     let bbox = BBox::new(d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1);
-                    if let Some(m) = self.system.route(&class) {
+                    if let Some(m) = name.and_then(|c| self.system.route(c)) {
                         crops.push(CropSpec {
                             object: n,
                             model: m,
@@ -1017,8 +1034,13 @@ impl Actor {
                     let found = self.models[meta.model.0]
                         .decoder
                         .merge(std::mem::take(&mut f.det_found));
+                    let scores: Vec<f32> = found.iter().map(|o| o.detection.score).collect();
+                    let kept = keep_best(&scores, self.max_objects);
+                    f.objects_dropped = (found.len() - kept.len()) as u32;
+                    let mut found: Vec<Option<Found>> = found.into_iter().map(Some).collect();
+                    let kept = kept.into_iter().filter_map(|i| found[i].take());
                     let mut crops = Vec::new();
-                    for (k, o) in found.into_iter().enumerate() {
+                    for (k, o) in kept.enumerate() {
                         let b = o.detection.bbox;
                         if let Some(m) = self.system.route(&o.class) {
                             if self.system.models[m.0].parent == Some(meta.model) {
@@ -1032,7 +1054,7 @@ impl Actor {
                         }
                         f.objects.push(ObjectState {
                             bbox: b,
-                            class: o.class,
+                            class: ClassRef::Name(o.class),
                             score: o.detection.score,
                             outputs: Vec::new(),
                             rejected: false,
@@ -1140,6 +1162,10 @@ impl Actor {
         let Some(mut f) = self.frames.remove(&frame) else {
             return;
         };
+        if f.objects_dropped > 0 {
+            metrics::counter!(crate::server::metrics::OBJECTS_DROPPED)
+                .increment(u64::from(f.objects_dropped));
+        }
         if outcome.is_none() {
             self.suppress(&mut f.objects);
             self.scene.learn(&self.system, &f.requests);
@@ -1183,11 +1209,12 @@ impl Actor {
                             x1: o.bbox.x1,
                             y1: o.bbox.y1,
                         },
-                        class: ClassRef::Name(o.class),
+                        class: o.class,
                         score: o.score,
                         outputs: o.outputs,
                     })
                     .collect(),
+                objects_dropped: f.objects_dropped,
             })
         });
         let _ = f.reply.send(outcome);

@@ -53,6 +53,22 @@ pub struct ServerConfig {
     /// Name sent in `Welcome`.
     #[serde(default = "default_server_name")]
     pub server_name: String,
+    /// Most time from accepting a connection to having read its whole `Hello`, ms; a
+    /// client that is silent or half-sends it is closed with `Error` (timeout).
+    #[serde(default = "default_handshake_timeout_ms")]
+    pub handshake_timeout_ms: u64,
+    /// Most time from the first byte of a message to its last, ms: a message left
+    /// half-sent longer is a timeout and the connection is closed.
+    #[serde(default = "default_message_timeout_ms")]
+    pub message_timeout_ms: u64,
+    /// Most time a welcomed connection may send nothing while none of its frames is in
+    /// flight, ms (0: no limit).
+    #[serde(default = "default_idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// Most time writing one answer may block on a client that does not read, ms; then
+    /// the connection is closed (its later answers are counted, not sent).
+    #[serde(default = "default_write_timeout_ms")]
+    pub write_timeout_ms: u64,
 }
 
 fn default_socket_mode() -> u32 {
@@ -85,6 +101,18 @@ fn default_priority() -> u8 {
 fn default_drain_timeout_ms() -> u64 {
     5000
 }
+fn default_handshake_timeout_ms() -> u64 {
+    5_000
+}
+fn default_message_timeout_ms() -> u64 {
+    10_000
+}
+fn default_idle_timeout_ms() -> u64 {
+    300_000
+}
+fn default_write_timeout_ms() -> u64 {
+    10_000
+}
 fn default_server_name() -> String {
     format!("camdnnd {}", env!("CARGO_PKG_VERSION"))
 }
@@ -106,6 +134,10 @@ impl ServerConfig {
             default_priority: default_priority(),
             drain_timeout_ms: default_drain_timeout_ms(),
             server_name: default_server_name(),
+            handshake_timeout_ms: default_handshake_timeout_ms(),
+            message_timeout_ms: default_message_timeout_ms(),
+            idle_timeout_ms: default_idle_timeout_ms(),
+            write_timeout_ms: default_write_timeout_ms(),
         }
     }
 
@@ -126,6 +158,9 @@ impl ServerConfig {
             ),
             ("max_connections", self.max_connections),
             ("write_queue", self.write_queue),
+            ("handshake_timeout_ms", self.handshake_timeout_ms as usize),
+            ("message_timeout_ms", self.message_timeout_ms as usize),
+            ("write_timeout_ms", self.write_timeout_ms as usize),
         ] {
             if v == 0 {
                 bail!("[server] {name} must be at least 1");

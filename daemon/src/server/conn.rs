@@ -2,15 +2,18 @@
 //! stream checks), and the writer task that sends every answer.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use camdnn_protocol::{
     negotiate, ClientMessage, CodecError, DropReason, ErrorCode, Frame, RejectReason, Rejected,
     ServerCodec, ServerError, ServerMessage, Welcome, DEFAULT_MAX_MESSAGE_SIZE,
 };
 use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio::net::unix::OwnedReadHalf;
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -36,6 +39,7 @@ pub(crate) async fn serve(
     cfg: Arc<ServerConfig>,
     dispatch: Arc<Dispatch>,
 ) {
+    let accepted = Instant::now();
     let (read, write) = stream.into_split();
     let (tx, rx) = mpsc::channel(cfg.write_queue);
     // Answers may be larger than what we accept from clients; clients accept 32 MiB by default.
@@ -43,14 +47,19 @@ pub(crate) async fn serve(
     let writer = tokio::spawn(write_answers(
         FramedWrite::new(write, ServerCodec::new(out_max)),
         rx,
+        Duration::from_millis(cfg.write_timeout_ms),
     ));
     let conn = Arc::new(ConnShared {
         id,
         tx,
         streams: Mutex::new(HashMap::new()),
     });
-    let mut frames = FramedRead::new(read, ServerCodec::new(cfg.max_message_size));
-    let fatal = read_loop(&mut frames, &conn, &cfg, &dispatch).await;
+    let timed = Timed {
+        inner: read,
+        started: None,
+    };
+    let mut frames = FramedRead::new(timed, ServerCodec::new(cfg.max_message_size));
+    let fatal = read_loop(&mut frames, &conn, &cfg, &dispatch, accepted).await;
     if fatal {
         // Keep reading (and discarding) for a moment while the writer sends
         // the Error, so the client is not reset under bytes it already sent.
@@ -68,6 +77,66 @@ pub(crate) async fn serve(
     let _ = writer.await;
 }
 
+/// The read half, noting when the first byte of the message being read arrived (the
+/// reader clears it after each whole message), for the message timeout.
+struct Timed {
+    inner: OwnedReadHalf,
+    started: Option<Instant>,
+}
+
+impl AsyncRead for Timed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.started.get_or_insert_with(Instant::now);
+        }
+        polled
+    }
+}
+
+type Frames = FramedRead<Timed, ServerCodec>;
+
+/// What the reader waits for next, and until when (the timeouts of `[server]`).
+fn next_deadline(
+    frames: &Frames,
+    cfg: &ServerConfig,
+    welcomed: bool,
+    accepted: Instant,
+    last_message: Instant,
+) -> Option<(Instant, &'static str)> {
+    let ms = Duration::from_millis;
+    if !welcomed {
+        return Some((accepted + ms(cfg.handshake_timeout_ms), "handshake"));
+    }
+    if let Some(first_byte) = frames.get_ref().started {
+        return Some((first_byte + ms(cfg.message_timeout_ms), "message"));
+    }
+    (cfg.idle_timeout_ms > 0).then(|| (last_message + ms(cfg.idle_timeout_ms), "idle"))
+}
+
+/// The `Error` text for a timeout in `stage`.
+fn timeout_message(stage: &str, cfg: &ServerConfig) -> String {
+    match stage {
+        "handshake" => format!(
+            "no whole Hello within {} ms of connecting",
+            cfg.handshake_timeout_ms
+        ),
+        "message" => format!(
+            "a message was left half-sent for {} ms",
+            cfg.message_timeout_ms
+        ),
+        _ => format!(
+            "nothing sent for {} ms with no frame in flight",
+            cfg.idle_timeout_ms
+        ),
+    }
+}
+
 /// Why the reader stopped.
 enum Stop {
     /// Bye, end of stream, or the server is closing.
@@ -77,14 +146,16 @@ enum Stop {
 }
 
 async fn read_loop(
-    frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, ServerCodec>,
+    frames: &mut Frames,
     conn: &Arc<ConnShared>,
     cfg: &ServerConfig,
     dispatch: &Arc<Dispatch>,
+    accepted: Instant,
 ) -> bool {
     let mut phase = dispatch.phase();
     let mut welcomed = false;
     let mut closing = false;
+    let mut last_message = accepted;
     let stop = loop {
         let item = if closing {
             // Closing: answer (shutting down) what the client has already
@@ -94,11 +165,28 @@ async fn read_loop(
                 Err(_) => break Stop::Done,
             }
         } else {
+            let deadline = next_deadline(frames, cfg, welcomed, accepted, last_message);
+            let expiry = async {
+                match deadline {
+                    Some((at, _)) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 item = frames.next() => item,
                 _ = phase.wait_for(|p| *p == Phase::Closing) => {
                     closing = true;
                     continue;
+                }
+                () = expiry => {
+                    let stage = deadline.map_or("idle", |(_, s)| s);
+                    if stage == "idle" && conn.streams().values().any(|s| s.in_flight > 0) {
+                        // Waiting for our answers is not idling.
+                        last_message = Instant::now();
+                        continue;
+                    }
+                    ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => stage).increment(1);
+                    break Stop::Fatal(ErrorCode::Timeout, timeout_message(stage, cfg));
                 }
             }
         };
@@ -153,6 +241,10 @@ async fn read_loop(
             (true, Ok(ClientMessage::Frame(f))) => on_frame(f, conn, cfg, dispatch).await,
             (true, Err(rejected)) => on_rejected(rejected, conn).await,
         }
+        // The message is handled: the next one's clock starts with its first byte (now, if
+        // the buffer already holds part of it; the time we spent is not the client's).
+        last_message = Instant::now();
+        frames.get_mut().started = (!frames.read_buffer().is_empty()).then_some(last_message);
     };
     if let Stop::Fatal(code, message) = stop {
         tracing::info!(conn = conn.id, ?code, "closing connection: {message}");
@@ -238,11 +330,13 @@ async fn on_frame(f: Frame, conn: &Arc<ConnShared>, cfg: &ServerConfig, dispatch
     }
 }
 
-/// Writes answers until every sender is gone; after a fatal `Error` (or a
-/// failed write) the socket is closed and later answers are discarded.
+/// Writes answers until every sender is gone; after a fatal `Error`, a
+/// failed write or a write blocked longer than `write_timeout` (a client that
+/// does not read) the socket is closed and later answers are discarded.
 async fn write_answers(
     mut sink: FramedWrite<tokio::net::unix::OwnedWriteHalf, ServerCodec>,
     mut rx: mpsc::Receiver<ServerMessage>,
+    write_timeout: Duration,
 ) {
     let mut open = true;
     while let Some(msg) = rx.recv().await {
@@ -250,43 +344,67 @@ async fn write_answers(
             continue;
         }
         let fatal = matches!(msg, ServerMessage::Error(_));
-        let res = if fatal || rx.is_empty() {
-            sink.send(msg).await
-        } else {
-            sink.feed(msg).await
-        };
-        match res {
-            Ok(()) if fatal => {
-                open = false;
-                let _ = SinkExt::<ServerMessage>::close(&mut sink).await;
+        let res = tokio::time::timeout(write_timeout, async {
+            if fatal || rx.is_empty() {
+                sink.send(msg).await
+            } else {
+                sink.feed(msg).await
             }
-            Ok(()) => {}
-            Err(e) => {
+        })
+        .await;
+        match res {
+            Ok(Ok(())) if fatal => {
+                open = false;
+                let _ =
+                    tokio::time::timeout(write_timeout, SinkExt::<ServerMessage>::close(&mut sink))
+                        .await;
+            }
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
                 tracing::debug!("writing an answer failed: {e}");
                 open = false;
+            }
+            Err(_) => {
+                tracing::info!(
+                    "closing a connection whose client read nothing for {} ms",
+                    write_timeout.as_millis()
+                );
+                ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => "write").increment(1);
+                open = false;
+                // Both directions: the reader sees the end and stops too.
+                let _ = socket2::SockRef::from(sink.get_ref().as_ref())
+                    .shutdown(std::net::Shutdown::Both);
             }
         }
     }
     if open {
-        let _ = SinkExt::<ServerMessage>::close(&mut sink).await;
+        let _ =
+            tokio::time::timeout(write_timeout, SinkExt::<ServerMessage>::close(&mut sink)).await;
     }
 }
 
 /// Refuses a connection over the limit: reads its `Hello` (so closing does
-/// not reset the connection under unread bytes), answers `Error` and closes.
-pub(crate) async fn refuse(stream: UnixStream, code: ErrorCode, message: String) {
+/// not reset the connection under unread bytes, and to answer in a version the
+/// client speaks), answers `Error` and closes.
+pub(crate) async fn refuse(stream: UnixStream, code: ErrorCode, message: String, wait: Duration) {
     metrics::protocol_error(code);
     let mut framed = tokio_util::codec::Framed::new(stream, ServerCodec::new(1 << 16));
-    let _ = tokio::time::timeout(REFUSE_WAIT, framed.next()).await;
-    let _ = framed
-        .send(ServerMessage::Error(ServerError {
-            code,
-            closing: true,
-            message,
-        }))
-        .await;
-    let _ = SinkExt::<ServerMessage>::close(&mut framed).await;
+    let deadline = tokio::time::Instant::now() + wait;
+    if let Ok(Some(Ok(Ok(ClientMessage::Hello(h))))) =
+        tokio::time::timeout_at(deadline, framed.next()).await
+    {
+        // Answer in the client's version (the code falls back for version 1).
+        framed.codec_mut().version = negotiate(&h.versions).unwrap_or(1);
+    }
+    let _ = tokio::time::timeout_at(deadline + wait, async {
+        let _ = framed
+            .send(ServerMessage::Error(ServerError {
+                code,
+                closing: true,
+                message,
+            }))
+            .await;
+        let _ = SinkExt::<ServerMessage>::close(&mut framed).await;
+    })
+    .await;
 }
-
-/// How long a refused client has to send its `Hello`.
-const REFUSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -46,6 +46,12 @@ pub const CONNECTIONS: &str = "camdnn_connections_open";
 pub const CONNECTIONS_TOTAL: &str = "camdnn_connections_total";
 /// Connections ended by a protocol `Error`, by `code`.
 pub const PROTOCOL_ERRORS: &str = "camdnn_protocol_errors_total";
+/// Objects over the per-frame cap (`pipeline.max_objects`): left out before any crop was
+/// cut and reported as a count in the frame's `Result` (`objects_dropped`).
+pub const OBJECTS_DROPPED: &str = "camdnn_objects_dropped_total";
+/// Connections closed because the client took too long, by `stage` (`handshake`,
+/// `message`, `idle`, `write`).
+pub const CONNECTION_TIMEOUTS: &str = "camdnn_connection_timeouts_total";
 /// Config reloads (SIGHUP), by `result` (`ok`, `error`).
 pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 /// 1 while the frame processor reports ready (models loaded and warmed up).
@@ -140,6 +146,9 @@ fn connection_results() -> Vec<&'static str> {
 fn flush_reasons() -> Vec<&'static str> {
     vec!["full", "complete", "timer"]
 }
+fn timeout_stages() -> Vec<&'static str> {
+    vec!["handshake", "message", "idle", "write"]
+}
 fn pipeline_stages() -> Vec<&'static str> {
     vec!["total", "classify"]
 }
@@ -226,6 +235,20 @@ pub const FAMILIES: &[Family] = &[
         Gauge,
         "Build and config of this daemon (always 1; labels version and config).",
         Own,
+    ),
+    family(
+        OBJECTS_DROPPED,
+        Counter,
+        "Objects over the per-frame cap (pipeline.max_objects), not classified; counted in \
+         Result.objects_dropped.",
+        Single,
+    ),
+    family(
+        CONNECTION_TIMEOUTS,
+        Counter,
+        "Connections closed because the client took too long, by stage (handshake, message, \
+         idle, write).",
+        Each("stage", timeout_stages),
     ),
     family(
         SCHEDULER_ALIVE,
@@ -425,6 +448,8 @@ pub fn error_label(c: ErrorCode) -> &'static str {
         ErrorCode::UnexpectedMessage => "unexpected_message",
         ErrorCode::Internal => "internal",
         ErrorCode::ShuttingDown => "shutting_down",
+        ErrorCode::ConnectionLimit => "connection_limit",
+        ErrorCode::Timeout => "timeout",
     }
 }
 

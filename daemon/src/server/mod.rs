@@ -32,6 +32,10 @@ use crate::pipeline::FrameProcessor;
 /// Extra time connection writers get after the drain limit to flush answers.
 const WRITE_GRACE: Duration = Duration::from_millis(500);
 
+/// Longest a refused client has to send its `Hello` (less when the handshake
+/// timeout is shorter).
+const REFUSE_WAIT: Duration = Duration::from_secs(2);
+
 /// The socket server with its flow control.
 pub struct Server {
     cfg: Arc<ServerConfig>,
@@ -130,6 +134,7 @@ impl Server {
         static NEXT_CONN: AtomicU64 = AtomicU64::new(0);
         let mut stop = self.stop.subscribe();
         let mut tasks = JoinSet::new();
+        let refusing = Arc::new(AtomicUsize::new(0));
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
@@ -148,14 +153,22 @@ impl Server {
             let open = self.connections.load(Ordering::Relaxed);
             if open >= self.cfg.max_connections {
                 ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "refused").increment(1);
-                tasks.spawn(conn::refuse(
-                    stream,
-                    ErrorCode::Internal,
-                    format!(
-                        "too many connections (at most {})",
-                        self.cfg.max_connections
-                    ),
-                ));
+                // Refusals in progress are bounded too: past as many again, close at once.
+                if refusing.load(Ordering::Relaxed) >= self.cfg.max_connections {
+                    drop(stream);
+                    continue;
+                }
+                refusing.fetch_add(1, Ordering::Relaxed);
+                let refusing = Arc::clone(&refusing);
+                let message = format!(
+                    "too many connections (at most {})",
+                    self.cfg.max_connections
+                );
+                let wait = Duration::from_millis(self.cfg.handshake_timeout_ms).min(REFUSE_WAIT);
+                tasks.spawn(async move {
+                    conn::refuse(stream, ErrorCode::ConnectionLimit, message, wait).await;
+                    refusing.fetch_sub(1, Ordering::Relaxed);
+                });
                 continue;
             }
             ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "accepted").increment(1);

@@ -66,6 +66,7 @@ impl FrameProcessor for FakeProcessor {
                 seq: frame.seq,
                 timing: Timing::default(),
                 objects: Vec::new(),
+                objects_dropped: 0,
             }));
         });
     }

@@ -17,9 +17,14 @@ pub fn golden_dir() -> PathBuf {
 
 /// Reads `tests/golden/NAME.hex`: hex pairs, whitespace and `#` comments ignored.
 pub fn golden(name: &str) -> Vec<u8> {
-    let path = golden_dir().join(format!("{name}.hex"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    read_hex(&golden_dir().join(format!("{name}.hex")))
+}
+
+/// Reads an annotated hex file (golden vectors, the fuzz corpus): hex pairs, whitespace and `#`
+/// comments ignored.
+pub fn read_hex(path: &std::path::Path) -> Vec<u8> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let digits: String = text
         .lines()
         .map(|l| l.split('#').next().unwrap_or(""))
@@ -198,18 +203,22 @@ pub fn result() -> impl Strategy<Value = FrameResult> {
         any::<u64>(),
         any::<[u32; 4]>(),
         vec(object(), 0..4),
+        any::<u32>(),
     )
-        .prop_map(|(stream_id, seq, t, objects)| FrameResult {
-            stream_id,
-            seq,
-            timing: Timing {
-                queue_us: t[0],
-                detect_us: t[1],
-                classify_us: t[2],
-                total_us: t[3],
+        .prop_map(
+            |(stream_id, seq, t, objects, objects_dropped)| FrameResult {
+                stream_id,
+                seq,
+                timing: Timing {
+                    queue_us: t[0],
+                    detect_us: t[1],
+                    classify_us: t[2],
+                    total_us: t[3],
+                },
+                objects,
+                objects_dropped,
             },
-            objects,
-        })
+        )
 }
 
 pub fn dropped() -> impl Strategy<Value = Dropped> {

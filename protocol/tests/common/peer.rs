@@ -91,6 +91,7 @@ pub fn answer(stream_id: u32, seq: u64) -> ServerMessage {
                 total_us: 6,
             },
             objects: vec![],
+            objects_dropped: 0,
         }),
         1 => ServerMessage::Dropped(Dropped {
             stream_id,
