@@ -149,7 +149,7 @@ impl BlazeFaceDecoder {
         let mut out = Vec::new();
         for ((a, raw), &logit) in self.anchors.iter().zip(boxes.chunks_exact(v)).zip(logits) {
             let score = 1.0 / (1.0 + (-logit.clamp(-clip, clip)).exp());
-            if !(score >= min_score) {
+            if score.is_nan() || score < min_score {
                 continue;
             }
             let cx = (raw[0] / iw + a.x) * iw;

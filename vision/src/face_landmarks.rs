@@ -43,7 +43,7 @@ pub fn decode_face_landmarks(
         return Err(VisionError::config("input_width", "must be positive"));
     }
     let score = 1.0 / (1.0 + (-flag_logit).exp());
-    if !(score >= threshold) {
+    if score.is_nan() || score < threshold {
         return Ok(None);
     }
     let (sx, sy) = (roi.width() / input_width, roi.height() / input_height);

@@ -303,11 +303,14 @@ impl SparseWalk<'_> {
     }
 }
 
+/// The operators an expansion replaces one by (`None`: it does not apply).
+type Expansion = Result<Option<Vec<OpDef>>, TfliteError>;
+
 /// Replaces every `op` by the operators `expand` returns (`None`: left as is).
 fn expand(
     g: &mut Graph,
     op: Op,
-    expand: fn(&mut Graph, &OpDef) -> Result<Option<Vec<OpDef>>, TfliteError>,
+    expand: fn(&mut Graph, &OpDef) -> Expansion,
 ) -> Result<usize, TfliteError> {
     let mut expanded = 0;
     let mut out = Vec::with_capacity(g.ops.len());
@@ -353,7 +356,7 @@ fn op(g: &mut Graph, code: Op, inputs: Vec<i32>, outputs: Vec<i32>, options: Opt
 }
 
 /// `PRELU(x, alpha) = relu(x) + alpha * (x - relu(x))` (float models only).
-fn expand_prelu(g: &mut Graph, def: &OpDef) -> Result<Option<Vec<OpDef>>, TfliteError> {
+fn expand_prelu(g: &mut Graph, def: &OpDef) -> Expansion {
     let ([x, alpha], [y]) = (def.inputs.as_slice(), def.outputs.as_slice()) else {
         return Err(malformed("PRELU takes two inputs and one output"));
     };
@@ -392,7 +395,7 @@ fn expand_prelu(g: &mut Graph, def: &OpDef) -> Result<Option<Vec<OpDef>>, Tflite
 
 /// `DEPTH_TO_SPACE` (NHWC, DCR order) as reshape to `[n, h, w, b, b, c/b²]`,
 /// transpose to `[n, h, b, w, b, c/b²]`, reshape to `[n, h*b, w*b, c/b²]`.
-fn expand_depth_to_space(g: &mut Graph, def: &OpDef) -> Result<Option<Vec<OpDef>>, TfliteError> {
+fn expand_depth_to_space(g: &mut Graph, def: &OpDef) -> Expansion {
     let ([x], [y]) = (def.inputs.as_slice(), def.outputs.as_slice()) else {
         return Err(malformed("DEPTH_TO_SPACE takes one input and one output"));
     };
