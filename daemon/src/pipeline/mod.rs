@@ -8,7 +8,6 @@ pub mod models;
 mod onnx_meta;
 pub mod prep;
 pub mod runtime;
-pub mod scene;
 
 pub use build::{check, real_engine, scheduler, start, Built};
 
