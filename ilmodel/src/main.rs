@@ -73,6 +73,9 @@ struct ReproduceArgs {
     /// Worker threads; default: every core.
     #[arg(long)]
     jobs: Option<usize>,
+    /// Deadline of the real-time measures, ms (default: two frame periods).
+    #[arg(long)]
+    deadline_ms: Option<f64>,
 }
 
 /// One scene of a system.
@@ -373,10 +376,18 @@ fn run_reproduce(args: &ReproduceArgs) -> Result<()> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let config = if args.quick {
-        ReproConfig::quick(jobs)
-    } else {
-        ReproConfig::full(jobs)
+    if let Some(d) = args.deadline_ms {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--deadline-ms {d}: must be a positive number of ms");
+        }
+    }
+    let config = ReproConfig {
+        deadline_ms: args.deadline_ms,
+        ..if args.quick {
+            ReproConfig::quick(jobs)
+        } else {
+            ReproConfig::full(jobs)
+        }
     };
     let start = std::time::Instant::now();
     let results = reproduce::run(&system, &policy, &config, |stage| {
@@ -384,9 +395,11 @@ fn run_reproduce(args: &ReproduceArgs) -> Result<()> {
     })?;
     let link = relative_link(&args.out, &args.svg_dir);
     let command = format!(
-        "ilmodel reproduce --system {}{}",
+        "ilmodel reproduce --system {}{}{}",
         args.system.display(),
-        if args.quick { " --quick" } else { "" }
+        if args.quick { " --quick" } else { "" },
+        args.deadline_ms
+            .map_or(String::new(), |d| format!(" --deadline-ms {d}"))
     );
     reproduce::report::write(&results, &system, &command, &args.out, &args.svg_dir, &link)
         .with_context(|| format!("writing {}", args.out.display()))?;

@@ -34,10 +34,11 @@ fn tiny_reproduction_writes_every_section() {
         seed: 7,
         max_objects: 14,
         steady_frames: 75,
+        deadline_ms: None,
     };
     let mut stages = Vec::new();
     let r = reproduce::run(&system, &policy, &config, |s| stages.push(s.to_string())).unwrap();
-    assert_eq!(stages.len(), 6, "{stages:?}");
+    assert_eq!(stages.len(), 7, "{stages:?}");
 
     // The ILP optimum is never beaten: not by Static-DIST's plan, not by the MLP.
     assert!(r.fig6.optimal.1 <= r.fig6.static_dist.1 + 1e-9);
@@ -47,17 +48,14 @@ fn tiny_reproduction_writes_every_section() {
 
     // Every experiment produced data for every scheduler it names.
     assert_eq!(r.sweep.scenes, grid(14, 400));
-    for (name, d, _) in &r.sweep.delays {
+    for (name, d, drops) in &r.sweep.delays {
         let have = d.iter().filter(|x| x.is_some()).count();
         if name == ORACLE {
             assert!(have >= 1, "oracle ran on no scene");
-        } else if name.starts_with("camdnn") {
-            // camdnn keeps up with every scene: some frame of each is served.
-            assert_eq!(have, d.len(), "{name} has scenes without a delay");
         } else {
-            // The single-unit baselines may drop a whole window of a heavy
-            // scene; the light ones are still served.
-            assert!(have >= 1, "{name} served no scene");
+            // The paper's no-drop mode: every scene has a delay, no drops.
+            assert_eq!(have, d.len(), "{name} has scenes without a delay");
+            assert!(drops.iter().all(|&x| x == 0.0), "{name} dropped frames");
         }
     }
     assert!(r.table5.iter().any(|c| c.scheduler == CAMDNN));
@@ -69,6 +67,26 @@ fn tiny_reproduction_writes_every_section() {
     }
     assert_eq!(r.walkthrough.delays.len(), 3);
     assert!(r.walkthrough.delays.iter().all(|(_, d)| d.len() == 140));
+    // The real-time section: every scheduler on both traces, every offered
+    // frame accounted once, ranked best first, never above the rate bound.
+    assert_eq!(r.realtime.len(), 2);
+    for t in &r.realtime {
+        assert_eq!(t.rows.len(), reproduce::realtime_schedulers().len());
+        assert!((t.deadline_ms - 2000.0 / 14.0).abs() < 1e-9);
+        for row in &t.rows {
+            let a = &row.accounting;
+            assert_eq!(a.offered, t.frames);
+            assert_eq!(a.on_time + a.late + a.dropped, a.offered, "{row:?}");
+            assert!(row.rate.ratio() <= 1.0 + 1e-9, "{row:?}");
+            assert!(row.bound.p50 >= 1.0 - 1e-9, "{row:?}");
+        }
+        for pair in t.rows.windows(2) {
+            assert_ne!(
+                pair[0].accounting.rank_cmp(&pair[1].accounting),
+                std::cmp::Ordering::Greater
+            );
+        }
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("results.md");
@@ -92,6 +110,7 @@ fn tiny_reproduction_writes_every_section() {
         "## Table 5 and Fig. 11",
         "## Table 6",
         "## IL fidelity and step times",
+        "## Real time: on-time share",
     ] {
         assert!(md.contains(section), "no {section} in the report");
     }

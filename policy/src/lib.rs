@@ -8,28 +8,34 @@
 //! - [`Cluster`]: rem_j and residency a(i,j), with loads and LRU eviction;
 //! - [`retry`]: pairs out of service after a failed load or engine panic, retried with backoff;
 //! - [`batcher`]: the sync-timer batcher; [`dispatch`]: Algorithm 1's host choice;
+//! - [`late_binding`]: placing released requests batch by batch (late binding), and
+//!   [`scene`]: the scene a frame is planned for; the simulator and the daemon drive both;
 //! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
 //! - [`sim`]: the discrete-event simulator, its traces and its measures;
 //! - [`gen`]: seeded boards and scene-trace shapes nobody tuned to; [`suite`]: every
-//!   scheduler over them, on a measure dropping frames cannot improve.
+//!   scheduler over them, on a measure dropping frames cannot improve;
+//! - [`bound`]: lower bounds on a frame's makespan and upper bounds on a stream's rate.
 
 #![warn(missing_docs)]
 
 pub mod batcher;
+pub mod bound;
 mod cluster;
 pub mod dispatch;
 mod error;
 pub mod features;
 pub mod gen;
 pub mod heft_dag;
+pub mod late_binding;
 pub mod mlp;
 pub mod plan;
 pub mod rank;
 pub mod retry;
 pub mod rng;
+pub mod scene;
 pub mod schedulers;
 pub mod sim;
 pub mod spec;

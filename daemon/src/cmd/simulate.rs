@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
-use camdnn_policy::sim::{fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace};
+use camdnn_policy::sim::{
+    fmt_delay, rate_bound, simulate, Accounting, RateBound, SimConfig, SimReport, Trace, OVERLOAD,
+};
 use camdnn_policy::System;
 
 /// Options of `camdnnd simulate`.
@@ -171,7 +173,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut reports = Vec::new();
     for name in &names {
-        reports.push(simulate(&system, make(name)?.as_mut(), &trace, &cfg)?);
+        let report = simulate(&system, make(name)?.as_mut(), &trace, &cfg)?;
+        // A fresh scheduler for the overload run (schedulers keep state).
+        let rate = rate_bound(&system, make(name)?.as_mut(), &trace, &cfg)?;
+        reports.push((report, rate));
     }
     let reference = args.reference.clone().unwrap_or_else(|| {
         if names.iter().any(|n| n == CAMDNN) {
@@ -181,8 +186,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     });
     if args.json {
-        for r in &reports {
-            println!("{}", report_json(&system, r, deadline_ms));
+        for (r, rate) in &reports {
+            println!("{}", report_json(&system, r, rate, deadline_ms));
         }
     } else {
         print_table(&system, &trace, &reports, &reference, deadline_ms);
@@ -211,7 +216,7 @@ pub(crate) fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Re
 fn print_table(
     system: &System,
     trace: &Trace,
-    reports: &[SimReport],
+    reports: &[(SimReport, RateBound)],
     reference: &str,
     deadline_ms: f64,
 ) {
@@ -240,12 +245,12 @@ fn print_table(
         "evict",
         procs.join("/")
     );
-    let mut ranked: Vec<(&SimReport, Accounting)> = reports
+    let mut ranked: Vec<(&SimReport, Accounting, &RateBound)> = reports
         .iter()
-        .map(|r| (r, r.accounting(deadline_ms)))
+        .map(|(r, rate)| (r, r.accounting(deadline_ms), rate))
         .collect();
     ranked.sort_by(|a, b| a.1.rank_cmp(&b.1));
-    for (r, a) in &ranked {
+    for (r, a, _) in &ranked {
         let util: Vec<String> = r
             .utilisation()
             .iter()
@@ -267,11 +272,11 @@ fn print_table(
             util.join("/")
         );
     }
-    if let Some((_, base)) = ranked.iter().find(|(r, _)| r.scheduler == reference) {
+    if let Some((_, base, _)) = ranked.iter().find(|(r, _, _)| r.scheduler == reference) {
         println!(
             "\nranked best first by on-time share, then p50/p90/p99 over all offered frames;\nrelative to {reference} (= 1.00x; p50 speed-up = its p50 / the scheduler's):"
         );
-        for (r, a) in ranked.iter().filter(|(r, _)| r.scheduler != reference) {
+        for (r, a, _) in ranked.iter().filter(|(r, _, _)| r.scheduler != reference) {
             let speedup = if a.delay.p50.is_finite() && base.delay.p50.is_finite() {
                 format!("{:.2}x", base.delay.p50 / a.delay.p50)
             } else {
@@ -284,9 +289,37 @@ fn print_table(
             );
         }
     }
+    println!(
+        "\ndistance to the bound: each frame's delay / its makespan lower bound (a drop is a miss);\nachieved rate = frames/s answered when offered {OVERLOAD}x the sustainable rate, no drops"
+    );
+    println!(
+        "{:<18} {:>10} {:>10} {:>12} {:>15} {:>9}",
+        "scheduler", "p50 ratio", "p90 ratio", "achieved fps", "sustainable fps", "achieved"
+    );
+    for (r, _, rate) in &ranked {
+        let b = r.bound_ratio();
+        println!(
+            "{:<18} {:>10} {:>10} {:>12.1} {:>15.1} {:>8.0}%",
+            r.scheduler,
+            fmt_ratio(b.p50),
+            fmt_ratio(b.p90),
+            rate.achieved_fps,
+            rate.sustainable_fps,
+            rate.ratio() * 100.0
+        );
+    }
 }
 
-fn report_json(system: &System, r: &SimReport, deadline_ms: f64) -> String {
+/// A ratio for a table: `miss` when a dropped frame sits at that rank.
+fn fmt_ratio(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}x")
+    } else {
+        "miss".into()
+    }
+}
+
+fn report_json(system: &System, r: &SimReport, rate: &RateBound, deadline_ms: f64) -> String {
     let d = r.delay();
     let a = r.accounting(deadline_ms);
     let util: serde_json::Map<String, serde_json::Value> = system
@@ -312,6 +345,9 @@ fn report_json(system: &System, r: &SimReport, deadline_ms: f64) -> String {
             "p99": finite(a.delay.p99),
             "mean": a.delay.mean,
         },
+        "bound_ratio": {"p50": finite(r.bound_ratio().p50), "p90": finite(r.bound_ratio().p90)},
+        "achieved_fps": rate.achieved_fps,
+        "sustainable_fps": rate.sustainable_fps,
         "served_delay_ms": {"mean": d.mean, "p50": d.p50, "p99": d.p99, "std": d.std, "max": d.max},
         "utilisation": util,
         "loads": r.loads,

@@ -9,7 +9,6 @@ pub mod models;
 mod onnx_meta;
 pub mod prep;
 pub mod runtime;
-pub mod scene;
 pub mod work;
 
 pub use build::{check, real_engine, scheduler, start, Built};

@@ -1,7 +1,11 @@
 //! The scheduler thread: one actor owning the policy state (cluster, batcher,
 //! frames in flight). Typed events come in from the server, the preparation
 //! pool and the processors' workers; decisions go out as commands to the
-//! workers. Nothing here blocks on inference.
+//! workers. Every scheduling decision is the policy crate's, the code the
+//! simulator runs too: the scheduler object, the batcher, the placer (late
+//! binding, `policy::late_binding`) and the scene estimate
+//! (`policy::scene`); this thread turns them into commands. Nothing here
+//! blocks on inference.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,9 +14,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
+use camdnn_policy::late_binding::Placer;
 use camdnn_policy::retry::LoadRetries;
+use camdnn_policy::scene::SceneEstimator;
 use camdnn_policy::schedulers::Scheduler;
-use camdnn_policy::{idle_taker, Cluster, FinishMark, ModelId, ProcId, System};
+use camdnn_policy::{Cluster, FinishMark, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
     RejectReason, Timing,
@@ -23,7 +29,6 @@ use tokio::sync::oneshot;
 use super::health::{PipelineHealth, HEARTBEAT};
 use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::{CropSpec, Job, PrepPool, Prepared};
-use super::scene::SceneEstimator;
 use super::work::WorkEstimate;
 use super::{FrameProcessor, Outcome};
 use crate::server::metrics as names;
@@ -217,8 +222,7 @@ pub fn start(parts: Parts) -> Pipeline {
         loaded,
         frames: HashMap::new(),
         queues: HashMap::new(),
-        held: VecDeque::new(),
-        dispatch_ahead_ms: parts.dispatch_ahead_ms,
+        placer: Placer::new(parts.dispatch_ahead_ms),
         max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
@@ -315,10 +319,9 @@ struct Actor {
     loaded: Vec<bool>,
     frames: HashMap<u64, FrameState>,
     queues: HashMap<(u64, ModelId), VecDeque<Item>>,
-    /// (frame, model) queues released by the batcher whose host was too far
-    /// behind (`dispatch_ahead_ms`), oldest first.
-    held: VecDeque<(u64, ModelId)>,
-    dispatch_ahead_ms: Option<f64>,
+    /// Requests the batcher released, waiting for a host (late binding at
+    /// `dispatch_ahead_ms`), and the placing of them.
+    placer: Placer,
     /// The per-frame object cap.
     max_objects: usize,
     batches: HashMap<u64, BatchMeta>,
@@ -349,7 +352,7 @@ impl Actor {
                 .next_deadline()
                 .unwrap_or(f64::INFINITY)
                 .min(self.next_epoch)
-                .min(self.held_wake(now))
+                .min(self.placer.wake_ms(&self.system, &self.cluster, now))
                 .min(self.retries.next_due().unwrap_or(f64::INFINITY));
             let timeout = if wake.is_finite() {
                 Duration::from_secs_f64(((wake - now).max(0.0)) / 1e3).min(HEARTBEAT)
@@ -372,7 +375,7 @@ impl Actor {
                 self.next_epoch = now + self.epoch_ms;
             }
             self.recover(now);
-            if !self.held.is_empty() {
+            if !self.placer.is_empty() {
                 self.release_held();
             }
         }
@@ -567,6 +570,7 @@ impl Actor {
                 f.det_left = n;
                 let root = self.system.roots().next().expect("a detector");
                 let queue = self.queues.entry((frame, root)).or_default();
+                let count = items.len();
                 for (object, (tensor, transform)) in items.into_iter().enumerate() {
                     f.det_transforms.push(transform);
                     // For detector items, `object` is the item (pyramid scale) index.
@@ -576,7 +580,7 @@ impl Actor {
                         tensor,
                     });
                 }
-                self.dispatch(frame, root);
+                self.dispatch(frame, root, count);
             }
             Prepared::Crops {
                 frame,
@@ -634,95 +638,72 @@ impl Actor {
             FlushReason::Timer => "timer",
         };
         metrics::counter!("camdnn_batch_flushes_total", "reason" => reason).increment(1);
-        self.dispatch(fl.frame, fl.model);
+        self.dispatch(fl.frame, fl.model, fl.count);
     }
 
-    /// Queues (frame, model)'s requests for placement behind older held
-    /// ones, then places what the hosts can take now.
-    fn dispatch(&mut self, frame: u64, model: ModelId) {
-        if !self.held.contains(&(frame, model)) {
-            self.held.push_back((frame, model));
-        }
+    /// Queues `count` released requests of (frame, model) for placement
+    /// behind older held ones, then places what the hosts can take now. A
+    /// request the batcher counted whose crop failed has no item: only
+    /// items queued and not yet held are held.
+    fn dispatch(&mut self, frame: u64, model: ModelId, count: usize) {
+        let queued = self.queues.get(&(frame, model)).map_or(0, VecDeque::len);
+        let unheld = queued.saturating_sub(self.placer.held_count(frame, model));
+        self.placer.hold(frame, model, count.min(unheld));
         self.release_held();
     }
 
-    /// Places held requests, oldest frame first, batch by batch. A batch
-    /// whose chosen host is more than `dispatch_ahead_ms` behind stays held
-    /// unless a nearly idle host finishes it sooner (`policy::idle_taker`,
-    /// counting the held work ahead of it on the chosen host).
+    /// A placing round of the policy's [`Placer`] (oldest frame first, batch
+    /// by batch, late binding as configured): every batch it places becomes
+    /// a `Run` command. Frames whose deadline passed while held are
+    /// answered `Dropped` first.
     fn release_held(&mut self) {
-        let horizon = self.dispatch_ahead_ms.unwrap_or(f64::INFINITY);
-        let mut ahead = vec![0.0; self.system.num_processors()];
-        for (frame, model) in std::mem::take(&mut self.held) {
-            if let Some(f) = self.frames.get(&frame) {
-                if f.deadline.is_some_and(|d| Instant::now() > d) {
-                    self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
+        let now_i = Instant::now();
+        let expired: Vec<u64> = self
+            .placer
+            .held_frames()
+            .filter(|f| {
+                self.frames
+                    .get(f)
+                    .is_some_and(|s| s.deadline.is_some_and(|d| now_i > d))
+            })
+            .collect();
+        for frame in expired {
+            self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
+        }
+        self.placer.start_round(&self.system);
+        loop {
+            let now = self.now_ms();
+            let t0 = Instant::now();
+            let Some(next) = self.placer.next_batch(
+                &self.system,
+                &mut self.cluster,
+                self.scheduler.as_mut(),
+                now,
+            ) else {
+                break;
+            };
+            let (batch, placement) = match next {
+                Ok(placed) => placed,
+                Err(e) => {
+                    tracing::error!(model = %self.system.models[e.model.0].name, "no processor can host the model");
+                    self.finish(
+                        e.frame,
+                        Some(Outcome::Dropped(DropReason::ProcessingFailed)),
+                    );
                     continue;
                 }
+            };
+            metrics::histogram!("camdnn_dispatch_decision_seconds")
+                .record(t0.elapsed().as_secs_f64());
+            self.sync_residency(batch.proc);
+            let Some(queue) = self.queues.get_mut(&(batch.frame, batch.model)) else {
+                continue;
+            };
+            let items: Vec<Item> = queue.drain(..batch.size.min(queue.len())).collect();
+            if queue.is_empty() {
+                self.queues.remove(&(batch.frame, batch.model));
             }
-            loop {
-                let waiting = self.queues.get(&(frame, model)).map_or(0, VecDeque::len);
-                if waiting == 0 {
-                    break;
-                }
-                let now = self.now_ms();
-                let t0 = Instant::now();
-                let Some((chosen, batch)) =
-                    self.scheduler
-                        .place(&self.system, &self.cluster, now, model, waiting)
-                else {
-                    tracing::error!(model = %self.system.models[model.0].name, "no processor can host the model");
-                    self.finish(frame, Some(Outcome::Dropped(DropReason::ProcessingFailed)));
-                    break;
-                };
-                let (proc, batch) = if self.cluster.rem_ms(chosen, now) <= horizon {
-                    (chosen, batch)
-                } else if let Some(d) = idle_taker(
-                    &self.system,
-                    &self.cluster,
-                    now,
-                    model,
-                    waiting,
-                    chosen,
-                    ahead[chosen.0],
-                    horizon,
-                ) {
-                    (d.proc, d.batch)
-                } else {
-                    let k = batch.max(1);
-                    ahead[chosen.0] +=
-                        waiting as f64 * self.system.exec_ms(model, chosen, k) / k as f64;
-                    self.held.push_back((frame, model));
-                    break;
-                };
-                let k = batch.min(self.system.max_batch_on(model, proc)).max(1);
-                metrics::histogram!("camdnn_dispatch_decision_seconds")
-                    .record(t0.elapsed().as_secs_f64());
-                let placement = self.cluster.run(&self.system, now, model, proc, k);
-                self.sync_residency(proc);
-                let Some(queue) = self.queues.get_mut(&(frame, model)) else {
-                    break;
-                };
-                let items: Vec<Item> = queue.drain(..k.min(queue.len())).collect();
-                if queue.is_empty() {
-                    self.queues.remove(&(frame, model));
-                }
-                self.send_batch(model, proc, items, placement.finish_ms);
-            }
-        }
-    }
-
-    /// When the first host with held work behind it is expected to be within
-    /// `dispatch_ahead_ms` of idle (infinity when nothing is held).
-    fn held_wake(&self, now: f64) -> f64 {
-        match self.dispatch_ahead_ms {
-            Some(h) if !self.held.is_empty() => self
-                .system
-                .proc_ids()
-                .map(|j| self.cluster.busy_until(j) - h)
-                .filter(|&t| t > now)
-                .fold(f64::INFINITY, f64::min),
-            _ => f64::INFINITY,
+            self.send_batch(batch.model, batch.proc, items, placement.finish_ms);
         }
     }
 
@@ -1175,6 +1156,7 @@ impl Actor {
         }
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.batcher.forget_frame(frame);
+        self.placer.forget_frame(frame);
         self.queues.retain(|(fr, _), _| *fr != frame);
         let outcome = outcome.unwrap_or_else(|| {
             let done = Instant::now();

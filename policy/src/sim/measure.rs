@@ -119,6 +119,34 @@ impl Accounting {
     }
 }
 
+/// Distance to the frame bound: each offered frame's delay over its
+/// makespan lower bound ([`crate::bound::frame_bound`], recorded by the
+/// simulator at the frame's arrival), a dropped frame counting as `+inf`.
+/// The delay includes queueing behind earlier frames; the bound does not.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoundRatio {
+    /// Median ratio (nearest rank); 1 would be every frame at its bound.
+    pub p50: f64,
+    /// 90th percentile ratio (nearest rank).
+    pub p90: f64,
+}
+
+impl BoundRatio {
+    /// The ratios of `frames` (0 when there are none).
+    pub fn of(frames: &[FrameOutcome]) -> BoundRatio {
+        let mut r: Vec<f64> = frames
+            .iter()
+            .map(|f| f.delay_ms.map_or(f64::INFINITY, |d| d / f.bound_ms))
+            .collect();
+        r.sort_by(f64::total_cmp);
+        let pct = |q| if r.is_empty() { 0.0 } else { percentile(&r, q) };
+        BoundRatio {
+            p50: pct(0.50),
+            p90: pct(0.90),
+        }
+    }
+}
+
 /// A delay for a table: `miss` for `+inf` (a dropped frame at that rank).
 pub fn fmt_delay(ms: f64) -> String {
     if ms.is_finite() {

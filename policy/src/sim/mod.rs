@@ -6,18 +6,23 @@
 //! same report.
 
 mod measure;
+mod rate;
 mod trace;
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
-pub use measure::{default_deadline_ms, fmt_delay, Accounting, OfferedDelay};
+pub use measure::{default_deadline_ms, fmt_delay, Accounting, BoundRatio, OfferedDelay};
+pub use rate::{mean_scene, rate_bound, RateBound, OVERLOAD};
 pub use trace::{full_scene, Segment, Trace};
 
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
+use crate::bound::frame_bound;
+use crate::late_binding::{Batch, Placer};
+use crate::scene::SceneEstimator;
 use crate::schedulers::{Batching, Scheduler};
 use crate::stats::Summary;
-use crate::{idle_taker, Cluster, InputError, ModelId, ProcId, System};
+use crate::{Cluster, InputError, ModelId, Placement, System};
 
 /// Simulation knobs.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,6 +104,9 @@ pub struct FrameOutcome {
     /// rem_j of every processor when the frame arrived, ms (the backlog it
     /// found).
     pub rem_at_arrival_ms: Vec<f64>,
+    /// Lower bound on its makespan on idle units with the residency it
+    /// found at arrival ([`crate::bound::frame_bound`]), ms.
+    pub bound_ms: f64,
 }
 
 /// A simulation's results.
@@ -136,6 +144,12 @@ impl SimReport {
     /// measure: [`Accounting`]).
     pub fn accounting(&self, deadline_ms: f64) -> Accounting {
         Accounting::of(&self.frames, deadline_ms)
+    }
+
+    /// Every offered frame's makespan over its lower bound (a dropped frame
+    /// is a miss).
+    pub fn bound_ratio(&self) -> BoundRatio {
+        BoundRatio::of(&self.frames)
     }
 
     /// On-time share of offered frames against `deadline_ms`.
@@ -257,10 +271,15 @@ struct Sim<'a> {
     frames: Vec<Option<FrameState>>,
     report: SimReport,
     last_scene: Vec<u32>,
-    /// Late binding: (frame, model, requests) waiting for a host, oldest first.
-    held: VecDeque<(usize, ModelId, usize)>,
+    /// The scene a frame is planned for once its detector ran, as the
+    /// daemon estimates it (deeper models from their parents' recent share).
+    scene: SceneEstimator,
+    /// Places released requests, with late binding (the daemon's code).
+    placer: Placer,
     /// When a `Retry` is already scheduled (0: none pending).
     next_retry: f64,
+    /// The last frame bound computed: (scene, residency, bound ms).
+    last_bound: Option<(Vec<u32>, Vec<bool>, f64)>,
 }
 
 /// Runs `scheduler` over `trace` on `system`.
@@ -360,8 +379,10 @@ pub fn simulate(
         },
         sched: scheduler,
         last_scene: full_scene(system, &trace.segments[0].scene),
-        held: VecDeque::new(),
+        scene: SceneEstimator::new(system),
+        placer: Placer::new(cfg.dispatch_ahead_ms),
         next_retry: 0.0,
+        last_bound: None,
     };
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
@@ -378,6 +399,7 @@ pub fn simulate(
                 loads: 0,
                 busy_ms: vec![0.0; system.num_processors()],
                 rem_at_arrival_ms: Vec::new(),
+                bound_ms: f64::NAN,
             });
             sim.frames[f] = Some(FrameState {
                 arrival,
@@ -444,8 +466,22 @@ impl Sim<'_> {
 
     fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
         self.report.frames[f].rem_at_arrival_ms = self.cluster.rem_all(now);
+        let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
+        let fresh = match &self.last_bound {
+            Some((s, a, _)) => s != scene || a.as_slice() != self.cluster.residency(),
+            None => true,
+        };
+        if fresh {
+            let b = frame_bound(self.system, scene, |i, j| self.cluster.is_resident(i, j));
+            self.last_bound = Some((
+                scene.clone(),
+                self.cluster.residency().to_vec(),
+                b.bound_ms(),
+            ));
+        }
+        self.report.frames[f].bound_ms = self.last_bound.as_ref().map_or(f64::NAN, |b| b.2);
         let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
-        let held = self.held_ms();
+        let held = self.placer.held_work_ms(self.system);
         if self
             .system
             .proc_ids()
@@ -469,136 +505,39 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn place(
-        &mut self,
-        now: f64,
-        i: ModelId,
-        waiting: usize,
-    ) -> Result<(crate::ProcId, usize), SimError> {
-        self.sched
-            .place(self.system, &self.cluster, now, i, waiting)
-            .filter(|&(j, _)| self.cluster.can_host(self.system, i, j))
-            .map(|(j, k)| {
-                (
-                    j,
-                    k.clamp(1, waiting.max(1))
-                        .min(self.system.max_batch_on(i, j)),
-                )
-            })
-            .ok_or_else(|| SimError::NoHost {
-                scheduler: self.report.scheduler.clone(),
-                model: self.system.models[i.0].name.clone(),
-            })
-    }
-
-    /// Places `count` requests of model i for frame f, batch by batch (with
-    /// late binding: queues them behind older held requests, then places
-    /// what the hosts can take now).
+    /// Queues `count` requests of model i for frame f and places what the
+    /// hosts can take now.
     fn dispatch(&mut self, now: f64, f: usize, i: ModelId, count: usize) -> Result<(), SimError> {
-        if self.cfg.dispatch_ahead_ms.is_none() {
-            let mut count = count;
-            while count > 0 {
-                let (j, k) = self.place(now, i, count)?;
-                self.run_batch(now, f, i, j, k);
-                count -= k;
-            }
-            return Ok(());
-        }
-        match self
-            .held
-            .iter_mut()
-            .find(|(hf, hi, _)| *hf == f && *hi == i)
-        {
-            Some(entry) => entry.2 += count,
-            None => self.held.push_back((f, i, count)),
-        }
+        self.placer.hold(f as u64, i, count);
         self.release_held(now)
     }
 
-    /// Places held requests, oldest first, as the daemon's scheduler thread
-    /// does (`runtime.rs`), and schedules a retry for what stays held.
+    /// A placing round of [`Placer`] (the daemon's scheduler thread runs the
+    /// same), then a retry for what stays held.
     fn release_held(&mut self, now: f64) -> Result<(), SimError> {
-        let horizon = self.cfg.dispatch_ahead_ms.unwrap_or(f64::INFINITY);
-        let mut ahead = vec![0.0; self.system.num_processors()];
-        for (f, i, mut count) in std::mem::take(&mut self.held) {
-            while count > 0 {
-                let (chosen, k) = self.place(now, i, count)?;
-                let target = if self.cluster.rem_ms(chosen, now) <= horizon {
-                    Some((chosen, k))
-                } else {
-                    idle_taker(
-                        self.system,
-                        &self.cluster,
-                        now,
-                        i,
-                        count,
-                        chosen,
-                        ahead[chosen.0],
-                        horizon,
-                    )
-                    .map(|d| {
-                        (
-                            d.proc,
-                            d.batch
-                                .clamp(1, count)
-                                .min(self.system.max_batch_on(i, d.proc)),
-                        )
-                    })
-                };
-                match target {
-                    Some((j, k)) => {
-                        self.run_batch(now, f, i, j, k);
-                        count -= k;
-                    }
-                    None => {
-                        ahead[chosen.0] +=
-                            count as f64 * self.system.exec_ms(i, chosen, k) / k as f64;
-                        self.held.push_back((f, i, count));
-                        break;
-                    }
-                }
-            }
+        self.placer.start_round(self.system);
+        while let Some(next) =
+            self.placer
+                .next_batch(self.system, &mut self.cluster, &mut *self.sched, now)
+        {
+            let (batch, placement) = next.map_err(|e| SimError::NoHost {
+                scheduler: self.report.scheduler.clone(),
+                model: self.system.models[e.model.0].name.clone(),
+            })?;
+            self.record_batch(batch, placement);
         }
-        if !self.held.is_empty() {
-            let wake = self
-                .system
-                .proc_ids()
-                .map(|j| self.cluster.busy_until(j) - horizon)
-                .filter(|&t| t > now)
-                .fold(f64::INFINITY, f64::min);
-            if wake.is_finite() && (self.next_retry <= now || wake < self.next_retry) {
-                self.next_retry = wake;
-                self.push(wake, Kind::Retry);
-            }
+        let wake = self.placer.wake_ms(self.system, &self.cluster, now);
+        if wake.is_finite() && (self.next_retry <= now || wake < self.next_retry) {
+            self.next_retry = wake;
+            self.push(wake, Kind::Retry);
         }
         Ok(())
     }
 
-    /// Work held back by late binding, spread over the processors, ms (at
-    /// each request's fastest host).
-    fn held_ms(&self) -> f64 {
-        let total: f64 = self
-            .held
-            .iter()
-            .map(|&(_, i, n)| {
-                let best = self
-                    .system
-                    .proc_ids()
-                    .map(|j| self.system.exec_ms(i, j, 1))
-                    .fold(f64::INFINITY, f64::min);
-                if best.is_finite() {
-                    n as f64 * best
-                } else {
-                    0.0
-                }
-            })
-            .sum();
-        total / self.system.num_processors().max(1) as f64
-    }
-
-    /// Runs a batch of k requests of model i for frame f on p_j.
-    fn run_batch(&mut self, now: f64, f: usize, i: ModelId, j: ProcId, k: usize) {
-        let mut p = self.cluster.run(self.system, now, i, j, k);
+    /// Accounts a batch the placer ran on the cluster, with the host's
+    /// hand-over cost.
+    fn record_batch(&mut self, b: Batch, mut p: Placement) {
+        let (f, i, j, k) = (b.frame as usize, b.model, b.proc, b.size);
         if self.cfg.batch_overhead_ms > 0.0 {
             // The processor is held for the overhead too, as a real
             // executor's correction of rem_j would show.
@@ -636,9 +575,11 @@ impl Sim<'_> {
         fs.finish = fs.finish.max(now);
         fs.models_left -= 1;
         if system.models[i.0].parent.is_none() {
-            self.last_scene.clone_from(&fs.scene);
+            // Planned as the daemon plans it: level-1 counts known, deeper
+            // models estimated.
+            self.last_scene = self.scene.scene(system, &fs.scene, self.cfg.root_items);
             self.sched
-                .observe_scene(system, &self.cluster, now, &fs.scene);
+                .observe_scene(system, &self.cluster, now, &self.last_scene);
         }
         // Release the children's requests, crops prepared in parallel,
         // interleaving the children round-robin.
@@ -662,6 +603,7 @@ impl Sim<'_> {
             }
         }
         if fs.models_left == 0 {
+            self.scene.learn(system, &fs.scene);
             self.report.frames[f].delay_ms = Some(fs.finish - fs.arrival);
             self.report.duration_ms = self.report.duration_ms.max(fs.finish);
             self.frames[f] = None;

@@ -4,7 +4,7 @@
 //! most MTCNN candidates before O-Net). They are estimated from the share of
 //! requests each parent passed on in recent frames.
 
-use camdnn_policy::System;
+use crate::System;
 
 /// Per model below level 1, its requests per request of its parent in recent
 /// frames, learnt from finished frames.

@@ -1,0 +1,388 @@
+//! Lower bounds: how fast could *any* schedule be? A frame's makespan and a
+//! stream's sustainable frame rate, from the profile alone, so every
+//! scheduler can be reported as a distance to the bound.
+//!
+//! - [`frame_bound`]: a frame's makespan is at least the longer of
+//!   1. its **critical path**: each model's earliest finish on the best
+//!      supporting processor for it, counting that processor's load cost
+//!      when the model is not resident there (a load may start at the
+//!      frame's arrival, before the parent finishes), after its parent's
+//!      earliest finish;
+//!   2. the **work split relaxation**: from the earliest moment a level of
+//!      the graph can start, the work of that level and below, split
+//!      fractionally over the processors at each one's best per-request time
+//!      for batches that fit the frame (loads excluded), cannot end sooner
+//!      than the optimum of that split (a small linear program).
+//!
+//!   Both ignore queued work, crops and hand-over costs, so the bound holds
+//!   for idle units and any dispatcher.
+//! - [`sustainable_fps`]: in steady state (loads excluded) the per-frame
+//!   work, split fractionally over the processors at their best
+//!   per-request time for any batch size (batches may mix frames), takes at
+//!   least the split's optimum per frame: no schedule sustains more frames
+//!   per second than 1000 / that.
+//!
+//! The split's linear program is `min T` s.t. `sum_j x_ij = 1`,
+//! `sum_i x_ij w_ij <= T`, `x >= 0`, where `w_ij` is model i's whole work on
+//! p_j. It is solved exactly through its dual, `max sum_i u_i` s.t.
+//! `u_i <= w_ij y_j`, `sum_j y_j <= 1`, `u, y >= 0`, whose origin is
+//! feasible (no phase one), by a dense simplex with Bland's rule; n_m x n_p
+//! rows is at most a few dozen.
+
+use crate::{ModelId, ProcId, System};
+
+/// A frame's makespan lower bound and its two parts, ms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameBound {
+    /// The critical path with the best processor per model and its load.
+    pub critical_path_ms: f64,
+    /// The work split relaxation (per level, after the level's earliest start).
+    pub work_split_ms: f64,
+}
+
+impl FrameBound {
+    /// The bound: the larger of the two parts, ms.
+    pub fn bound_ms(&self) -> f64 {
+        self.critical_path_ms.max(self.work_split_ms)
+    }
+}
+
+/// The lower bound on the makespan of one frame with `scene[i]` requests of
+/// every model i (roots included, as [`crate::sim::full_scene`] gives),
+/// started on idle units where `resident(i, j)` tells which models are
+/// loaded. `f64::INFINITY` when a model with requests has no supporting
+/// processor.
+pub fn frame_bound(
+    system: &System,
+    scene: &[u32],
+    resident: impl Fn(ModelId, ProcId) -> bool,
+) -> FrameBound {
+    // Earliest finish of each model's first batch, parents before children
+    // (a parent's level is lower than its children's).
+    let mut order: Vec<ModelId> = system.model_ids().filter(|i| scene[i.0] > 0).collect();
+    order.sort_by_key(|i| system.models[i.0].level);
+    let mut finish = vec![0.0f64; system.num_models()];
+    let mut start = vec![0.0f64; system.num_models()];
+    let mut critical = 0.0f64;
+    for &i in &order {
+        let ready = system.models[i.0].parent.map_or(0.0, |p| finish[p.0]);
+        start[i.0] = ready;
+        let r = scene[i.0] as usize;
+        finish[i.0] = system
+            .supporting(i)
+            .map(|j| {
+                let load = if resident(i, j) {
+                    0.0
+                } else {
+                    system.load_ms(i, j)
+                };
+                let run = (1..=r.min(system.max_batch))
+                    .map(|k| system.exec_ms(i, j, k))
+                    .fold(f64::INFINITY, f64::min);
+                ready.max(load) + run
+            })
+            .fold(f64::INFINITY, f64::min);
+        critical = critical.max(finish[i.0]);
+    }
+    let levels = order
+        .iter()
+        .map(|i| system.models[i.0].level)
+        .max()
+        .map_or(0, |l| l + 1);
+    let mut split = 0.0f64;
+    for level in 0..levels {
+        let at_or_below: Vec<ModelId> = order
+            .iter()
+            .copied()
+            .filter(|i| system.models[i.0].level >= level)
+            .collect();
+        let begin = at_or_below
+            .iter()
+            .filter(|i| system.models[i.0].level == level)
+            .map(|i| start[i.0])
+            .fold(f64::INFINITY, f64::min);
+        if !begin.is_finite() {
+            continue;
+        }
+        let work: Vec<Vec<f64>> = at_or_below
+            .iter()
+            .map(|&i| {
+                let r = scene[i.0] as usize;
+                system
+                    .proc_ids()
+                    .map(|j| r as f64 * per_request_ms(system, i, j, r))
+                    .collect()
+            })
+            .collect();
+        split = split.max(begin + min_split_ms(&work));
+    }
+    FrameBound {
+        critical_path_ms: critical,
+        work_split_ms: split,
+    }
+}
+
+/// The highest frame rate any schedule could sustain on a stream whose
+/// frames bring `mean_scene[i]` requests of every model i on average (roots
+/// included; fractional means allowed), in frames per second: 1000 / the
+/// per-frame work split at each processor's best per-request time, loads
+/// excluded (steady state). `f64::INFINITY` for a stream with no work, 0
+/// when a model with requests has no supporting processor.
+pub fn sustainable_fps(system: &System, mean_scene: &[f64]) -> f64 {
+    let work: Vec<Vec<f64>> = system
+        .model_ids()
+        .filter(|i| mean_scene[i.0] > 0.0)
+        .map(|i| {
+            system
+                .proc_ids()
+                .map(|j| mean_scene[i.0] * per_request_ms(system, i, j, system.max_batch))
+                .collect()
+        })
+        .collect();
+    1000.0 / min_split_ms(&work)
+}
+
+/// The best time per request of model i on p_j over batch sizes up to
+/// `max_k`: min t_e(i,j,k)/k, ms (`f64::INFINITY` when unsupported).
+pub fn per_request_ms(system: &System, i: ModelId, j: ProcId, max_k: usize) -> f64 {
+    (1..=max_k.min(system.max_batch))
+        .map(|k| system.exec_ms(i, j, k) / k as f64)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The optimum of the fractional work split: `work[i][j]` is item i's whole
+/// work if p_j did all of it (`f64::INFINITY`: p_j cannot); returns the least
+/// T such that the items can be split over the processors with none busy
+/// longer than T, ms. 0 for no items; `f64::INFINITY` when an item has no
+/// processor.
+pub fn min_split_ms(work: &[Vec<f64>]) -> f64 {
+    let items: Vec<&Vec<f64>> = work.iter().filter(|w| w.iter().any(|&x| x > 0.0)).collect();
+    if items.is_empty() {
+        return 0.0;
+    }
+    if items.iter().any(|w| w.iter().all(|x| !x.is_finite())) {
+        return f64::INFINITY;
+    }
+    let n = items.len();
+    let p = items[0].len();
+    // Dual: variables u_0..u_{n-1}, y_0..y_{p-1}; rows u_i - w_ij y_j <= 0
+    // for every finite w_ij, and sum_j y_j <= 1.
+    let mut rows: Vec<(Vec<f64>, f64)> = Vec::new();
+    for (i, w) in items.iter().enumerate() {
+        for (j, &wij) in w.iter().enumerate() {
+            if wij.is_finite() {
+                let mut a = vec![0.0; n + p];
+                a[i] = 1.0;
+                a[n + j] = -wij;
+                rows.push((a, 0.0));
+            }
+        }
+    }
+    let mut a = vec![0.0; n + p];
+    a[n..].fill(1.0);
+    rows.push((a, 1.0));
+    let mut c = vec![0.0; n + p];
+    c[..n].fill(1.0);
+    maximise(&c, &rows)
+}
+
+/// `max c.z` s.t. `a_r.z <= b_r` (every b_r >= 0), `z >= 0`, by a dense
+/// tableau simplex with Bland's rule (no cycling on these degenerate rows).
+/// The problems here are bounded; an unbounded one returns infinity.
+fn maximise(c: &[f64], rows: &[(Vec<f64>, f64)]) -> f64 {
+    const EPS: f64 = 1e-12;
+    let (m, nv) = (rows.len(), c.len());
+    let width = nv + m + 1;
+    // Row r: a_r, slack e_r, rhs. Objective row: -c, 0, value.
+    let mut t: Vec<Vec<f64>> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, (a, b))| {
+            let mut row = vec![0.0; width];
+            row[..nv].copy_from_slice(a);
+            row[nv + r] = 1.0;
+            row[width - 1] = *b;
+            row
+        })
+        .collect();
+    let mut obj = vec![0.0; width];
+    for (o, &cv) in obj.iter_mut().zip(c) {
+        *o = -cv;
+    }
+    let mut basis: Vec<usize> = (nv..nv + m).collect();
+    let scale = rows
+        .iter()
+        .flat_map(|(a, _)| a.iter())
+        .fold(1.0f64, |s, x| s.max(x.abs()));
+    let tol = EPS * scale;
+    loop {
+        let Some(col) = (0..width - 1).find(|&k| obj[k] < -tol) else {
+            return obj[width - 1];
+        };
+        let mut pick: Option<(usize, f64)> = None;
+        for (r, row) in t.iter().enumerate() {
+            if row[col] > tol {
+                let ratio = row[width - 1] / row[col];
+                let better = match pick {
+                    None => true,
+                    Some((pr, best)) => {
+                        ratio < best - tol || (ratio <= best + tol && basis[r] < basis[pr])
+                    }
+                };
+                if better {
+                    pick = Some((r, ratio));
+                }
+            }
+        }
+        let Some((r, _)) = pick else {
+            return f64::INFINITY;
+        };
+        let pivot = t[r][col];
+        for x in t[r].iter_mut() {
+            *x /= pivot;
+        }
+        let prow = t[r].clone();
+        for (q, row) in t.iter_mut().enumerate() {
+            if q != r && row[col].abs() > 0.0 {
+                let f = row[col];
+                for (x, &pv) in row.iter_mut().zip(&prow) {
+                    *x -= f * pv;
+                }
+            }
+        }
+        let f = obj[col];
+        for (x, &pv) in obj.iter_mut().zip(&prow) {
+            *x -= f * pv;
+        }
+        basis[r] = col;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INF: f64 = f64::INFINITY;
+
+    /// detector: cpu 10 ms (load 5); a: cpu 8/14/21 ms for k = 1/2/3 (load
+    /// 6), gpu 4/6/7.5 (load 12); b: gpu only, 5/9 for k = 1/2 (load 10).
+    fn tiny() -> System {
+        System::from_toml(include_str!("../tests/fixtures/tiny.toml")).unwrap()
+    }
+
+    #[test]
+    fn frame_bound_hand_checked_with_everything_resident() {
+        // Scene: detector 1, a 3, b 2, all resident.
+        // Critical path: detector 10; a: min(cpu 10 + 8, gpu 10 + 4) = 14;
+        // b: gpu 10 + 5 = 15 -> 15.
+        // Split, level 1 (from t = 10): a costs 3 x min(8, 14/2, 21/3) = 21
+        // on cpu or 3 x min(4, 6/2, 7.5/3) = 7.5 on gpu; b 2 x 4.5 = 9 on
+        // gpu only. b on gpu, a split x on cpu: 21x = 9 + 7.5(1 - x) ->
+        // x = 16.5/28.5, T = 21 x = 12.1579 -> 22.1579 from arrival.
+        // Level 0 (from 0, detector 10 on cpu too): 10 + 21x = 16.5 - 7.5x
+        // -> T = 14.789, below level 1's.
+        let b = frame_bound(&tiny(), &[1, 3, 2], |_, _| true);
+        assert!(close(b.critical_path_ms, 15.0), "{b:?}");
+        assert!(close(b.work_split_ms, 10.0 + 21.0 * 16.5 / 28.5), "{b:?}");
+        assert!(close(b.bound_ms(), 22.157_894_736_842_1), "{b:?}");
+    }
+
+    #[test]
+    fn frame_bound_hand_checked_with_nothing_resident() {
+        // Scene: detector 1, a 1. Detector: load 5 + 10 = 15. a: cpu
+        // max(15, load 6) + 8 = 23, gpu max(15, load 12) + 4 = 19 -> 19.
+        // Split level 1 from 15: 8x = 4(1 - x) -> T = 8/3 -> 17.667 < 19.
+        let b = frame_bound(&tiny(), &[1, 1, 0], |_, _| false);
+        assert!(close(b.critical_path_ms, 19.0), "{b:?}");
+        assert!(close(b.work_split_ms, 15.0 + 8.0 / 3.0), "{b:?}");
+        assert!(close(b.bound_ms(), 19.0));
+        // Only the detector resident: a's loads start at arrival, beside
+        // the detector; on gpu the 12 ms load outlasts the detector's 10:
+        // cpu max(10, 6) + 8 = 18, gpu max(10, 12) + 4 = 16 -> 16.
+        let det_only = frame_bound(&tiny(), &[1, 1, 0], |i, _| i.0 == 0);
+        assert!(close(det_only.critical_path_ms, 16.0), "{det_only:?}");
+    }
+
+    #[test]
+    fn sustainable_rate_hand_checked() {
+        // Per frame: detector 10 on cpu; a 3 x 7 = 21 on cpu or 3 x 2.5 =
+        // 7.5 on gpu; b 2 x 4.5 = 9 on gpu. Split: 10 + 21x = 16.5 - 7.5x
+        // -> x = 6.5/28.5, T = 14.789 ms per frame -> 67.6 fps.
+        let fps = sustainable_fps(&tiny(), &[1.0, 3.0, 2.0]);
+        assert!(close(fps, 1000.0 / (10.0 + 21.0 * 6.5 / 28.5)), "{fps}");
+        assert_eq!(sustainable_fps(&tiny(), &[0.0, 0.0, 0.0]), INF);
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn split_of_one_item_over_two_units_balances_them() {
+        // 60 ms of work on p0 or 30 ms on p1: x on p0, (1-x) on p1 with
+        // 60x = 30(1-x) -> x = 1/3, T = 20.
+        assert!(close(min_split_ms(&[vec![60.0, 30.0]]), 20.0));
+    }
+
+    #[test]
+    fn split_of_two_items_hand_checked() {
+        // Item A: 40 on p0, 40 on p1; item B: 10 on p0, unsupported on p1.
+        // B all on p0 (10); A split so that 10 + 40a = 40(1-a) -> a = 3/8,
+        // T = 25.
+        assert!(close(
+            min_split_ms(&[vec![40.0, 40.0], vec![10.0, INF]]),
+            25.0
+        ));
+        // Item A only on p1 (50), item B 10 on p0 or 100 on p1: B all on p0,
+        // T = max(50, 10) = 50.
+        assert!(close(
+            min_split_ms(&[vec![INF, 50.0], vec![10.0, 100.0]]),
+            50.0
+        ));
+    }
+
+    #[test]
+    fn split_edge_cases() {
+        assert_eq!(min_split_ms(&[]), 0.0);
+        assert_eq!(min_split_ms(&[vec![INF, INF]]), INF);
+        // Three equal units share 90 ms of work: 30 each.
+        assert!(close(min_split_ms(&[vec![90.0, 90.0, 90.0]]), 30.0));
+    }
+
+    /// The split's optimum is never below the work over n_p units at each
+    /// item's best unit, nor above putting each item on its best unit.
+    #[test]
+    fn split_lies_between_simple_bounds() {
+        let mut rng = crate::rng::Rng::new(5);
+        for _ in 0..200 {
+            let p = 1 + rng.below(5) as usize;
+            let n = 1 + rng.below(5) as usize;
+            let work: Vec<Vec<f64>> = (0..n)
+                .map(|_| {
+                    let mut w: Vec<f64> = (0..p)
+                        .map(|_| {
+                            if rng.below(4) == 0 {
+                                INF
+                            } else {
+                                1.0 + rng.below(1000) as f64
+                            }
+                        })
+                        .collect();
+                    if w.iter().all(|x| !x.is_finite()) {
+                        w[0] = 7.0;
+                    }
+                    w
+                })
+                .collect();
+            let t = min_split_ms(&work);
+            let best = |w: &Vec<f64>| w.iter().copied().fold(INF, f64::min);
+            let lower = work.iter().map(best).sum::<f64>() / p as f64;
+            let upper: f64 = work.iter().map(best).sum();
+            assert!(
+                t >= lower * (1.0 - 1e-9) && t <= upper * (1.0 + 1e-9),
+                "{work:?}: {t}"
+            );
+            assert!(t >= work.iter().map(best).fold(0.0, f64::max) / p as f64);
+        }
+    }
+}
