@@ -182,6 +182,7 @@ mod tests {
                     loads: 0,
                     busy_ms: Vec::new(),
                     rem_at_arrival_ms: Vec::new(),
+                    bound_ms: f64::NAN,
                 })
                 .collect(),
             busy_ms: Vec::new(),
