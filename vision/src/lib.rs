@@ -27,8 +27,8 @@
 
 #![warn(missing_docs)]
 
-pub mod blazeface;
 pub mod age_gender;
+pub mod blazeface;
 pub mod centernet;
 pub mod classify;
 pub mod ctc;
