@@ -211,8 +211,8 @@ impl<R> Admission<R> {
             .iter()
             .filter(|(k, _)| k.0 == conn)
             .min_by(|(a, ea), (b, eb)| {
-                prio(*eb)
-                    .cmp(&prio(*ea))
+                prio(eb)
+                    .cmp(&prio(ea))
                     .then(stream_served(a).total_cmp(&stream_served(b)))
                     .then(ea.order.cmp(&eb.order))
             })

@@ -166,26 +166,41 @@ async fn read_loop(
             }
         } else {
             let deadline = next_deadline(frames, cfg, welcomed, accepted, last_message);
-            let expiry = async {
-                match deadline {
-                    Some((at, _)) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
+            // A message that starts while we wait brings its own, earlier deadline (the
+            // message timeout) and the read future cannot tell us, so look again at least
+            // every quarter of that timeout: a half-sent message is closed within 1.25x it.
+            let recheck =
+                Instant::now() + Duration::from_millis((cfg.message_timeout_ms / 4).max(10));
+            let wake = match deadline {
+                Some((at, _)) if at <= recheck => at,
+                _ => recheck,
             };
-            tokio::select! {
-                item = frames.next() => item,
+            let woke = tokio::select! {
+                item = frames.next() => Some(item),
                 _ = phase.wait_for(|p| *p == Phase::Closing) => {
                     closing = true;
                     continue;
                 }
-                () = expiry => {
-                    let stage = deadline.map_or("idle", |(_, s)| s);
+                () = tokio::time::sleep_until(wake.into()) => None,
+            };
+            match woke {
+                Some(item) => item,
+                None => {
+                    let Some((at, stage)) =
+                        next_deadline(frames, cfg, welcomed, accepted, last_message)
+                    else {
+                        continue;
+                    };
+                    if Instant::now() < at {
+                        continue;
+                    }
                     if stage == "idle" && conn.streams().values().any(|s| s.in_flight > 0) {
                         // Waiting for our answers is not idling.
                         last_message = Instant::now();
                         continue;
                     }
-                    ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => stage).increment(1);
+                    ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => stage)
+                        .increment(1);
                     break Stop::Fatal(ErrorCode::Timeout, timeout_message(stage, cfg));
                 }
             }
