@@ -236,7 +236,7 @@ fn shard_specs_come_from_numbers_or_the_schedulers_variables() {
     };
     let none = env(&[]);
     assert_eq!(
-        Shard::parse("2/5", &none).unwrap(),
+        Shard::parse("2/5", none).unwrap(),
         Shard { index: 2, count: 5 }
     );
     assert_eq!(
@@ -262,7 +262,7 @@ fn shard_specs_come_from_numbers_or_the_schedulers_variables() {
         ("1/two", "two"),
         ("JOB_COMPLETION_INDEX/2", "JOB_COMPLETION_INDEX is not set"),
     ] {
-        let e = Shard::parse(spec, &none).unwrap_err().to_string();
+        let e = Shard::parse(spec, none).unwrap_err().to_string();
         assert!(e.contains(named), "{spec}: {e}");
     }
     let e = Shard::parse(
