@@ -796,23 +796,14 @@ mod tests {
     use crate::pipeline::config::PipelineConfig;
 
     fn pnet_entry() -> ModelEntry {
-        let cfg: PipelineConfig = toml::from_str(
-            r#"
-profile = "p.toml"
-[[processor]]
-name = "cpu"
-kind = "cpu"
-max_resident = 1
-engine = "sim"
-[[model]]
+        entry(
+            r#"[[model]]
 name = "pnet"
 path = "pnet.onnx"
 input = { width = 160, height = 160, pad = [9, 9, 9], pyramid = { min_face = 40 }, norm = { layout = "nwhc" } }
 output = { kind = "mtcnn_pnet" }
 "#,
         )
-        .unwrap();
-        cfg.models[0].clone()
     }
 
     #[test]
