@@ -176,3 +176,22 @@ fn bad_inputs_are_reported_clearly() {
     assert!(err.contains("line 2") && err.contains("\"x\""), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn a_graph_without_three_classifiers_gets_the_paper_shape_sized_to_it() {
+    // The real street graph: CenterNet, then MoveNet per person, then faceres
+    // per face (two request models, one of them a level deeper).
+    let out = camdnnd(&["simulate", "--system", "config/profiles/host-street.toml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("the default trace is the paper's shape sized to this board"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("800 frames in 16 scenes"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("camdnn-local")),
+        "{stdout}"
+    );
+}

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use camdnn_policy::gen::{heavy_count, Shape};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{
@@ -17,13 +18,14 @@ pub struct Args {
     #[arg(long)]
     pub system: PathBuf,
     /// Scene trace file (`FRAMES R1 R2 ...` per line); default: the paper's
-    /// Fig. 11 shape (16 scenes of 50 frames), or --random.
+    /// Fig. 11 shape (16 scenes of 50 frames; for other than three request
+    /// models, its mixes column by column sized to the board), or --random.
     #[arg(long, conflicts_with = "random")]
     pub trace: Option<PathBuf>,
     /// A seeded random trace instead: SEGMENTS scenes of --frames-per-scene frames.
     #[arg(long, value_name = "SEGMENTS")]
     pub random: Option<usize>,
-    /// Seed for --random.
+    /// Seed for --random and for the sized default trace.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Frames per scene for --random.
@@ -103,14 +105,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 .with_context(|| format!("reading trace {}", path.display()))?;
             Trace::parse(&t, n_req).with_context(|| format!("in trace {}", path.display()))?
         }
-        (None, Some(segments)) => {
-            Trace::random(args.seed, n_req, segments, args.frames_per_scene, args.max_objects)
-        }
-        (None, None) if n_req == 3 => Trace::paper_fig11(),
-        (None, None) => bail!(
-            "the default trace is for 3 classifier models and {} has {n_req}: pass --trace or --random",
-            args.system.display()
+        (None, Some(segments)) => Trace::random(
+            args.seed,
+            n_req,
+            segments,
+            args.frames_per_scene,
+            args.max_objects,
         ),
+        (None, None) if n_req == 3 => Trace::paper_fig11(),
+        (None, None) => {
+            // The paper's mixes taken column by column, sized to this board's capacity.
+            let heavy = heavy_count(&system, args.fps);
+            eprintln!(
+                "{} has {n_req} request models, not the paper's 3: the default trace is the \
+                 paper's shape sized to this board (heavy count {heavy}, seed {})",
+                args.system.display(),
+                args.seed
+            );
+            Shape::Paper.trace(&system, args.seed, heavy)
+        }
     };
     let cfg = SimConfig {
         fps: args.fps,
