@@ -371,7 +371,7 @@ pub(super) fn print_open(contenders: &[Contender], rates: &[f64], fractions: &[f
     for (k, &fps) in rates.iter().enumerate() {
         let deadline = ctx.args.deadline_ms.unwrap_or(default_deadline_ms(fps));
         println!(
-            "\nopen loop at {fps:.2} fps ({:.0}% of the slowest contender's capacity), deadline {deadline:.0} ms: median [95% interval] over rounds",
+            "\nopen loop at {fps:.2} fps ({:.0}% of the slowest open contender's closed-loop capacity), deadline {deadline:.0} ms: median [95% interval] over rounds",
             fractions.get(k).copied().unwrap_or(0.0) * 100.0
         );
         println!(

@@ -139,8 +139,9 @@ pub struct Args {
     /// interleaved (A B C ... A B C); medians and bootstrap intervals over rounds.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
-    /// Offered rates of the open loop, as fractions of the slowest
-    /// contender's closed-loop capacity (comma separated; empty: none).
+    /// Offered rates of the open loop, as fractions of the closed-loop
+    /// capacity of the slowest contender that runs open (comma separated;
+    /// empty: no open loop).
     #[arg(long, default_value = "0.5,0.8,0.95")]
     pub rates: String,
     /// Open-loop rounds per rate.
@@ -513,8 +514,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     // Latency: open loop at fractions of the slowest contender's capacity.
     let fractions = parse_rates(&args.rates)?;
     if !fractions.is_empty() {
+        // The slowest of the contenders that run open (the single-thread
+        // sequential loops run closed only, unless --open-all).
         let slowest = contenders
             .iter()
+            .filter(|c| c.open)
             .filter_map(|c| c.fps())
             .map(|c| c.median)
             .fold(f64::INFINITY, f64::min);
