@@ -239,17 +239,10 @@ pub(super) fn open_rounds(
                     c.name
                 );
                 let (run, _) = c.run(ctx, frames, Some(fps))?;
-                let f = &run.figures;
-                let offered: Vec<Option<f64>> = f
-                    .delays_ms
-                    .iter()
-                    .map(|&d| Some(d))
-                    .chain(std::iter::repeat_n(None, f.failed))
-                    .collect();
                 c.open_runs
                     .entry(k)
                     .or_default()
-                    .push(Accounting::of_delays(&offered, deadline));
+                    .push(run.figures.accounting(deadline));
             }
         }
     }

@@ -467,24 +467,31 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     if let Some(t) = &trace {
         println!();
-        for (c, sys, name) in [(&contenders[0], &system, "the config's profile")]
-            .into_iter()
-            .chain(
-                contenders
-                    .iter()
-                    .skip(1)
-                    .find(|c| matches!(c.kind, Kind::Pipeline { .. }))
-                    .zip(ort_system.as_ref())
-                    .map(|(c, s)| {
-                        let which = if args.profile_now {
-                            "its own all-ORT profile"
-                        } else {
-                            "the config's profile, measured with the config's engines"
-                        };
-                        (c, s, which)
-                    }),
-            )
-        {
+        for (c, sys, name) in [(
+            &contenders[0],
+            &system,
+            if args.profile_now {
+                "this host's profile, measured now"
+            } else {
+                "the config's profile"
+            },
+        )]
+        .into_iter()
+        .chain(
+            contenders
+                .iter()
+                .skip(1)
+                .find(|c| matches!(c.kind, Kind::Pipeline { .. }))
+                .zip(ort_system.as_ref())
+                .map(|(c, s)| {
+                    let which = if args.profile_now {
+                        "its own all-ORT profile"
+                    } else {
+                        "the config's profile, measured with the config's engines"
+                    };
+                    (c, s, which)
+                }),
+        ) {
             let bound = sustainable_fps(sys, &mean_scene(sys, t, root_items));
             if let Some(f) = c.fps() {
                 println!(
@@ -843,8 +850,9 @@ fn mean_ms(
 }
 
 /// What the pipeline did between two scrapes: model loads, each processor's
-/// busy share of `seconds`, mean measured / profiled batch time and mean
-/// batch size per model and processor.
+/// busy share of `seconds` (the rest is idle), mean measured / profiled
+/// batch time and mean batch size per model and processor, and the mean host
+/// costs (frame preparation, a crop, a batch's hand-over).
 fn internals(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
@@ -877,6 +885,16 @@ fn internals(
             if n > 0.0 {
                 parts.push(format!("batch {labels} {n} x {:.2}", delta(k) / n));
             }
+        }
+    }
+    // Host work beside the engines: per frame, per crop, per batch handed over.
+    for (what, name) in [
+        ("frame prep", "camdnn_frame_prep_seconds"),
+        ("crop", "camdnn_crop_seconds"),
+        ("hand-over per batch", "camdnn_batch_overhead_seconds"),
+    ] {
+        if let Some(ms) = mean_ms(before, after, name) {
+            parts.push(format!("{what} {ms:.2} ms"));
         }
     }
     parts.join(", ")
