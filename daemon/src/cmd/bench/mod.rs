@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
-use camdnn_policy::bound::sustainable_fps;
+use camdnn_policy::bound::{per_request_ms, sustainable_fps};
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{
     default_deadline_ms, fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace,
@@ -492,13 +492,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     (c, s, which)
                 }),
         ) {
-            let bound = sustainable_fps(sys, &mean_scene(sys, t, root_items));
+            let scene = mean_scene(sys, t, root_items);
+            let bound = sustainable_fps(sys, &scene);
             if let Some(f) = c.fps() {
                 println!(
                     "limit ({name}, loads excluded): {bound:.2} frames/s; {} achieves {:.2} = {:.0}% of it",
                     c.name,
                     f.median,
                     100.0 * f.median / bound
+                );
+            }
+            if let Some((proc, fps)) = copies_of_fastest(sys, &scene, workers) {
+                println!(
+                    "  the same work on {workers} copies of {proc} (what {workers} single-engine workers approach): {fps:.2} frames/s; the limit above is {:.0}% of it",
+                    100.0 * bound / fps
                 );
             }
         }
@@ -819,6 +826,26 @@ fn mean_scene(system: &System, trace: &Trace, root_items: u32) -> Vec<f64> {
         }
     }
     scene
+}
+
+/// The frame rate of `n` copies of the processor that does a frame's work
+/// fastest alone (each request at its best per-request time, loads
+/// excluded), and that processor's name: the compute bound of `n` workers on
+/// equal cores, next to which a mix of unequal processors is judged.
+fn copies_of_fastest(system: &System, scene: &[f64], n: usize) -> Option<(String, f64)> {
+    system
+        .proc_ids()
+        .map(|j| {
+            let ms: f64 = system
+                .model_ids()
+                .filter(|i| scene[i.0] > 0.0)
+                .map(|i| scene[i.0] * per_request_ms(system, i, j, system.max_batch))
+                .sum();
+            (j, ms)
+        })
+        .filter(|(_, ms)| ms.is_finite() && *ms > 0.0)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(j, ms)| (system.processors[j.0].name.clone(), n as f64 * 1000.0 / ms))
 }
 
 /// Every sample the metrics recorder holds, `name{labels}` -> value.
