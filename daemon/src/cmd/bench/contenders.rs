@@ -372,21 +372,65 @@ pub(super) fn print_open(contenders: &[Contender], rates: &[f64], fractions: &[f
             "contender", "p50 ms", "p99 ms", "on time"
         );
         for c in contenders.iter().filter(|c| c.open) {
-            let Some(runs) = c.open_runs.get(&k) else {
+            let Some(p) = c.open_ci(k) else {
                 continue;
             };
-            let p = |f: fn(&Accounting) -> f64| {
-                let v: Vec<f64> = runs.iter().map(f).collect();
-                bootstrap_median(&v, LEVEL, RESAMPLES, SEED)
-            };
-            let on_time = p(Accounting::goodput).map_or(0.0, |c| c.median);
             println!(
                 "{:<62} {:>26} {:>26} {:>9.0}%",
                 c.name,
-                ci(p(|a| a.delay.p50), ""),
-                ci(p(|a| a.delay.p99), ""),
-                on_time * 100.0
+                ci(p.p50, ""),
+                ci(p.p99, ""),
+                p.on_time.map_or(0.0, |c| c.median) * 100.0
             );
         }
+        // Latency wins and losses of the reference, only where the intervals part.
+        let Some((reference, rest)) = contenders.split_first() else {
+            continue;
+        };
+        let Some(r) = reference.open_ci(k) else {
+            continue;
+        };
+        for c in rest.iter().filter(|c| c.open) {
+            let Some(o) = c.open_ci(k) else {
+                continue;
+            };
+            let verdict = |what: &str, a: Option<MedianCi>, b: Option<MedianCi>| match (a, b) {
+                (Some(a), Some(b)) if a.disjoint(&b) && a.median < b.median => {
+                    format!("{what} lower")
+                }
+                (Some(a), Some(b)) if a.disjoint(&b) => format!("{what} higher"),
+                _ => format!("{what}: intervals overlap"),
+            };
+            println!(
+                "  {} vs {}: {}, {}",
+                reference.name,
+                c.name,
+                verdict("p50", r.p50, o.p50),
+                verdict("p99", r.p99, o.p99)
+            );
+        }
+    }
+}
+
+/// A contender's open-loop medians at one rate, with intervals.
+struct OpenCi {
+    p50: Option<MedianCi>,
+    p99: Option<MedianCi>,
+    on_time: Option<MedianCi>,
+}
+
+impl Contender<'_> {
+    /// Medians over the open rounds at rate `k` (`None`: it did not run there).
+    fn open_ci(&self, k: usize) -> Option<OpenCi> {
+        let runs = self.open_runs.get(&k)?;
+        let p = |f: fn(&Accounting) -> f64| {
+            let v: Vec<f64> = runs.iter().map(f).collect();
+            bootstrap_median(&v, LEVEL, RESAMPLES, SEED)
+        };
+        Some(OpenCi {
+            p50: p(|a| a.delay.p50),
+            p99: p(|a| a.delay.p99),
+            on_time: p(Accounting::goodput),
+        })
     }
 }

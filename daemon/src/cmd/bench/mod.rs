@@ -102,7 +102,8 @@ pub struct Args {
     /// default, one per core, as a user's script gets).
     #[arg(long, default_value_t = 0)]
     pub python_threads: usize,
-    /// Skip the sequential Rust loops.
+    /// Skip every Rust baseline (the round-robin workers, the intra-op
+    /// threaded walker and the sequential loops).
     #[arg(long)]
     pub no_sequential: bool,
     /// Skip the Python baseline.
