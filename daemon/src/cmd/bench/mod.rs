@@ -18,8 +18,10 @@
 //! `simulate` format, default the paper's Fig. 11 scenes). Configs whose
 //! detector is a real model (OCR, faces) are benchmarked on `--image`.
 
+mod contenders;
 mod python;
 mod sequential;
+pub(crate) mod work;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,18 +29,23 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
+use camdnn_policy::bound::{per_request_ms, sustainable_fps};
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{
     default_deadline_ms, fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace,
 };
 use camdnn_policy::stats::Summary;
 use camdnn_policy::{ModelId, System};
-use camdnn_protocol::{Frame, FrameResult, PixelFormat};
+use camdnn_protocol::{Frame, PixelFormat};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
 
 use crate::config::DaemonConfig;
+use crate::pipeline::config::ProcessorEntry;
 use crate::pipeline::{self, FrameProcessor, Outcome};
+use contenders::{closed_rounds, open_rounds, print_closed, print_open, Contender, Ctx, Kind};
+use sequential::Pool;
+use work::Work;
 
 /// Options of `camdnnd bench`.
 #[derive(clap::Args, Debug)]
@@ -95,7 +102,8 @@ pub struct Args {
     /// default, one per core, as a user's script gets).
     #[arg(long, default_value_t = 0)]
     pub python_threads: usize,
-    /// Skip the sequential Rust loops.
+    /// Skip every Rust baseline (the round-robin workers, the intra-op
+    /// threaded walker and the sequential loops).
     #[arg(long)]
     pub no_sequential: bool,
     /// Skip the Python baseline.
@@ -128,6 +136,34 @@ pub struct Args {
     /// Also print one JSON object with every figure.
     #[arg(long)]
     pub json: bool,
+    /// Closed-loop rounds: every contender once per round, rounds
+    /// interleaved (A B C ... A B C); medians and bootstrap intervals over rounds.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Offered rates of the open loop, as fractions of the closed-loop
+    /// capacity of the slowest contender that runs open (comma separated;
+    /// empty: no open loop).
+    #[arg(long, default_value = "0.5,0.8,0.95")]
+    pub rates: String,
+    /// Open-loop rounds per rate.
+    #[arg(long, default_value_t = 3)]
+    pub open_rounds: usize,
+    /// Frames of each open-loop run, spread evenly over the stream (every
+    /// scene kept in proportion).
+    #[arg(long, default_value_t = 24)]
+    pub open_frames: usize,
+    /// Workers of the round-robin baselines and intra-op threads of the
+    /// one-frame-at-a-time ORT baseline (default: this host's cores).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Skip camdnn with ORT on every processor.
+    #[arg(long)]
+    pub no_all_ort: bool,
+    /// Also run the single-threaded sequential baselines in the open loop
+    /// (by default they run only closed: the slowest, not what a user with
+    /// N cores runs).
+    #[arg(long)]
+    pub open_all: bool,
 }
 
 /// Delay figures of one contender.
@@ -254,24 +290,175 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
 
-    // 1. The real pipeline, closed loop.
     let prom = crate::server::metrics::install(&Default::default(), "bench")?;
-    eprintln!("starting the pipeline ...");
-    let built = pipeline::start(&cfg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting a runtime")?;
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let workers = args.workers.unwrap_or(cores).max(1);
+
+    // The contenders, in the order each round runs them. The first is the
+    // reference every ratio is taken to.
+    let mut contenders: Vec<Contender> = Vec::new();
+    eprintln!("starting the pipeline ...");
+    let built = pipeline::start(&cfg)?;
     let window = built.pipeline.max_in_flight().max(1);
-    eprintln!("pipeline: warm-up, then closed loop with {window} frames in flight ...");
-    rt.block_on(drive(&built, &warm, Pace::Window(window)));
-    let before = scrape(&prom);
-    let (pipe, closed_by_frame, sample) = rt.block_on(drive(&built, &frames, Pace::Window(window)));
-    let after = scrape(&prom);
-    let internals = internals(&before, &after, pipe.seconds);
-    // A graph with a real detector: the scene the simulator gets is the work
-    // the pipeline did per frame (requests each model ran, pyramid scales and
-    // rejected candidates included; every frame is the same image).
+    let engines: Vec<&str> = p.processors.iter().map(|q| q.engine.as_str()).collect();
+    contenders.push(Contender::new(
+        format!("camdnn ({}, {window} in flight)", engines.join(" + ")),
+        Kind::Pipeline {
+            built,
+            window,
+            system: &system,
+            last: None,
+        },
+        true,
+    ));
+    // (c) camdnn with ORT on every processor.
+    let ort_cfg = if args.no_all_ort {
+        None
+    } else {
+        all_ort(&cfg, args)?
+    };
+    let ort_system = match &ort_cfg {
+        Some(c) => Some(pipeline::check(c).context("in the all-ORT variant of the config")?),
+        None => None,
+    };
+    if let (Some(c), Some(s)) = (&ort_cfg, &ort_system) {
+        eprintln!("starting the all-ORT pipeline ...");
+        let built = pipeline::start(c)?;
+        let window = built.pipeline.max_in_flight().max(1);
+        contenders.push(Contender::new(
+            format!("camdnn (ort on every processor, {window} in flight)"),
+            Kind::Pipeline {
+                built,
+                window,
+                system: s,
+                last: None,
+            },
+            true,
+        ));
+    }
+    // (a), (b): Rust ORT workers round robin; ORT with N intra-op threads.
+    let template = ort_template(&cfg);
+    if !args.no_sequential {
+        let mut one = template.clone();
+        one.intra_threads = 1;
+        contenders.push(Contender::new(
+            format!("Rust ORT, {workers} single-thread workers round robin"),
+            Kind::Pool(Pool::load(
+                &cfg,
+                &system,
+                &one,
+                None,
+                workers,
+                String::new(),
+            )?),
+            true,
+        ));
+        let mut many = template.clone();
+        many.intra_threads = workers;
+        contenders.push(Contender::new(
+            format!("Rust ORT, {workers} intra-op threads, one frame at a time"),
+            Kind::Pool(Pool::load(&cfg, &system, &many, None, 1, String::new())?),
+            true,
+        ));
+        // (d) the sequential loop on each processor's own engine.
+        for (j, proc) in p.processors.iter().enumerate() {
+            let wanted = match &args.sequential_processor {
+                Some(name) => name == &proc.name,
+                None => proc.engine != camdnn_engine::EngineKind::Sim,
+            };
+            if wanted {
+                contenders.push(Contender::new(
+                    format!(
+                        "sequential Rust ({} engine of {}, {} thread)",
+                        proc.engine.as_str(),
+                        proc.name,
+                        proc.intra_threads
+                    ),
+                    Kind::Pool(Pool::load(&cfg, &system, proc, Some(j), 1, String::new())?),
+                    args.open_all,
+                ));
+            }
+        }
+        if let Some(name) = &args.sequential_processor {
+            if !p.processors.iter().any(|q| &q.name == name) {
+                bail!("--sequential-processor {name:?} is not in the config");
+            }
+        }
+    }
+    for c in &mut contenders {
+        if let Kind::Pool(pool) = &mut c.kind {
+            pool.name = c.name.clone();
+        }
+    }
+    // Python: N processes round robin, and the one-process loop.
+    if !args.no_python {
+        if upstream {
+            contenders.push(Contender::new(
+                format!("Python, {workers} single-thread processes round robin"),
+                Kind::PythonUpstream {
+                    workers,
+                    threads: 1,
+                },
+                true,
+            ));
+            contenders.push(Contender::new(
+                format!(
+                    "Python, one process, {}",
+                    if args.python_threads == 0 {
+                        "default threads".to_string()
+                    } else {
+                        format!("{} threads", args.python_threads)
+                    }
+                ),
+                Kind::PythonUpstream {
+                    workers: 1,
+                    threads: args.python_threads,
+                },
+                args.open_all,
+            ));
+        } else if let (Some(kind), Some(_)) = (python::graph_kind(&p.models[root.0]), &args.image) {
+            contenders.push(Contender::new(
+                format!("Python {kind} (registry package, one process)"),
+                Kind::PythonGraph { kind },
+                false,
+            ));
+        }
+    }
+
+    let ctx = Ctx {
+        cfg: &cfg,
+        system: &system,
+        args,
+        warm: &warm,
+        rt: &rt,
+        prom: &prom,
+    };
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    closed_rounds(&mut contenders, &ctx, &frames, args.rounds)?;
+    print_closed(&contenders, args.rounds);
+
+    // The pipeline's last closed run: its internals, the work it did per
+    // frame (for image graphs) and the bound.
+    let (before, after, closed_by_frame) = match &contenders[0].kind {
+        Kind::Pipeline { last: Some(l), .. } => {
+            (l.before.clone(), l.after.clone(), l.by_frame.clone())
+        }
+        _ => bail!("the pipeline did not run"),
+    };
+    if let Some(line) = &contenders[0].internals {
+        println!("\npipeline internals (last closed round): {line}");
+    }
+    for c in &contenders[1..] {
+        if let (Kind::Pipeline { .. }, Some(line)) = (&c.kind, &c.internals) {
+            println!("{} internals: {line}", c.name);
+        }
+    }
     let (trace, root_items) = match trace {
         Some(t) => (Some(t), 1),
         None => match work_per_frame(&system, &before, &after, frames.len()) {
@@ -279,13 +466,113 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             None => (None, 1),
         },
     };
-    let pipe = Figures {
-        name: format!("camdnnd pipeline ({window} in flight)"),
-        ..pipe
-    };
-    let mut host = HostCosts::measured(&before, &after, 0.0, root_items);
+    if let Some(t) = &trace {
+        println!();
+        for (c, sys, name) in [(
+            &contenders[0],
+            &system,
+            if args.profile_now {
+                "this host's profile, measured now"
+            } else {
+                "the config's profile"
+            },
+        )]
+        .into_iter()
+        .chain(
+            contenders
+                .iter()
+                .skip(1)
+                .find(|c| matches!(c.kind, Kind::Pipeline { .. }))
+                .zip(ort_system.as_ref())
+                .map(|(c, s)| {
+                    let which = if args.profile_now {
+                        "its own all-ORT profile"
+                    } else {
+                        "the config's profile, measured with the config's engines"
+                    };
+                    (c, s, which)
+                }),
+        ) {
+            let scene = mean_scene(sys, t, root_items);
+            let bound = sustainable_fps(sys, &scene);
+            if let Some(f) = c.fps() {
+                println!(
+                    "limit ({name}, loads excluded): {bound:.2} frames/s; {} achieves {:.2} = {:.0}% of it",
+                    c.name,
+                    f.median,
+                    100.0 * f.median / bound
+                );
+            }
+            if let Some((proc, fps)) = copies_of_fastest(sys, &scene, workers) {
+                println!(
+                    "  the same work on {workers} copies of {proc} (what {workers} single-engine workers approach): {fps:.2} frames/s; the limit above is {:.0}% of it",
+                    100.0 * bound / fps
+                );
+            }
+        }
+    }
+    if let Some(drift) = exec_vs_profile(&before, &after) {
+        let profile = cfg.resolve(&p.profile);
+        if !(DRIFT_OK.0..=DRIFT_OK.1).contains(&drift) {
+            println!(
+                "warning: batches ran {drift:.2}x their profiled time on average: this host is not running at the speed {} was measured at, so the bound and the simulator describe another machine (re-measure with `camdnnd profile`, or pass --profile-now)",
+                profile.display()
+            );
+        } else {
+            println!(
+                "batches ran {drift:.2}x their profiled time on average ({})",
+                profile.display()
+            );
+        }
+    }
 
-    // 4. Open loop at a camera rate, next to the simulator.
+    // Latency: open loop at fractions of the slowest contender's capacity.
+    let fractions = parse_rates(&args.rates)?;
+    if !fractions.is_empty() {
+        // The slowest of the contenders that run open (the single-thread
+        // sequential loops run closed only, unless --open-all).
+        let slowest = contenders
+            .iter()
+            .filter(|c| c.open)
+            .filter_map(|c| c.fps())
+            .map(|c| c.median)
+            .fold(f64::INFINITY, f64::min);
+        if !(slowest.is_finite() && slowest > 0.0) {
+            bail!("no contender answered a frame in the closed loop");
+        }
+        let rates: Vec<f64> = fractions.iter().map(|f| f * slowest).collect();
+        let open_frames = spread(&frames, args.open_frames);
+        open_rounds(
+            &mut contenders,
+            &ctx,
+            &open_frames,
+            &rates,
+            args.open_rounds.max(1),
+        )?;
+        print_open(&contenders, &rates, &fractions, &ctx);
+    }
+    let closed_json: Vec<serde_json::Value> = contenders
+        .iter()
+        .map(|c| {
+            let f = c.fps();
+            json!({"name": c.name, "fps_median": f.map(|f| f.median),
+                   "fps_ci": f.map(|f| [f.lo, f.hi]),
+                   "work": c.work.as_ref().map(Work::describe),
+                   "rounds": c.closed.iter().map(Figures::json).collect::<Vec<_>>()})
+        })
+        .collect();
+    drop(contenders);
+
+    // The open loop at a camera rate, next to the simulator.
+    let mut host = HostCosts::measured(&before, &after, 0.0, root_items);
+    let pipe_fps = {
+        let d: Vec<f64> = closed_by_frame.iter().flatten().copied().collect();
+        if d.is_empty() {
+            0.0
+        } else {
+            window as f64 * 1e3 / Summary::of(&d).mean
+        }
+    };
     let open = if args.no_sim {
         None
     } else {
@@ -303,7 +590,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let sustained = if heaviest_ms > 0.0 {
             window as f64 * 1e3 / heaviest_ms
         } else {
-            pipe.fps()
+            pipe_fps
         };
         // The simulator's busiest processor at that rate caps it too: a rate
         // the profile says is near saturation would compare queues, not
@@ -328,10 +615,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             bail!("--fps must be a positive number, got {fps}");
         }
         // A fresh pipeline, as the simulator starts from the start-up
-        // residency with no plan: the closed loop's plans (made while the
-        // next frame's detector queued on a processor) would otherwise carry
-        // over. Its warm-up frames come at the same pace.
-        drop(built);
+        // residency with no plan: the closed loop's plans would otherwise
+        // carry over. Its warm-up frames come at the same pace.
         eprintln!("pipeline: restarted, open loop at {fps:.2} fps ...");
         let built = pipeline::start(&cfg)?;
         rt.block_on(drive(&built, &warm, Pace::Fps(fps)));
@@ -343,125 +628,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         host = HostCosts::measured(&before, &after, fps, root_items);
         Some((fps, f, by_frame, exec_vs_profile(&before, &after)))
     };
-
-    // 2. Sequential Rust loops, one per processor's engine (or the one asked for).
-    let mut seq = Vec::new();
-    let pipeline_objects = sample.as_ref().map(|r| r.objects.len());
-    if !args.no_sequential {
-        for (j, proc) in p.processors.iter().enumerate() {
-            let wanted = match &args.sequential_processor {
-                Some(name) => name == &proc.name,
-                None => proc.engine != camdnn_engine::EngineKind::Sim,
-            };
-            if !wanted {
-                continue;
-            }
-            eprintln!(
-                "sequential Rust loop on {} ({}) ...",
-                proc.name,
-                proc.engine.as_str()
-            );
-            let run = sequential::run(&cfg, &system, j, &warm, &frames)?;
-            if !upstream && pipeline_objects.is_some_and(|n| n != run.objects) {
-                println!(
-                    "warning: {} kept {} objects in its last frame, the pipeline {} in its first",
-                    run.figures.name,
-                    run.objects,
-                    pipeline_objects.unwrap_or(0)
-                );
-            }
-            seq.push(run.figures);
-        }
-        if let (Some(name), true) = (&args.sequential_processor, seq.is_empty()) {
-            bail!("--sequential-processor {name:?} is not in the config");
-        }
-    }
-
-    // 3. Python.
-    let mut py_found = None;
-    let py = if args.no_python {
-        None
-    } else if upstream {
-        eprintln!("Python baseline ...");
-        Some(python::upstream(&cfg, &system, args, &warm, &frames)?)
-    } else {
-        match (python::graph_kind(&p.models[root.0]), &args.image) {
-            (Some(kind), Some(image)) => {
-                eprintln!("Python baseline ({kind}) ...");
-                let (f, found) = python::graph(args, kind, image, warm.len(), frames.len())?;
-                py_found = Some(found);
-                Some(f)
-            }
-            _ => None,
-        }
-    };
-
-    println!(
-        "\n{:<50} {:>9} {:>9} {:>9} {:>9} {:>7}",
-        "contender", "frames/s", "p50 ms", "p99 ms", "mean ms", "failed"
-    );
-    let mut all = vec![&pipe];
-    all.extend(seq.iter());
-    all.extend(py.iter());
-    for f in &all {
-        // Over every frame sent: a failed frame is a miss, and the mean is
-        // only defined when none failed.
-        let a = f.accounting(f64::INFINITY).delay;
-        println!(
-            "{:<50} {:>9.2} {:>9} {:>9} {:>9} {:>7}",
-            f.name,
-            f.fps(),
-            fmt_delay(a.p50),
-            fmt_delay(a.p99),
-            a.mean.map_or("-".into(), fmt_delay),
-            f.failed
-        );
-    }
-    if args.no_python {
-        println!("(Python baseline skipped: --no-python)");
-    } else if py.is_none() {
-        println!(
-            "(no Python baseline for the detector kind of {:?}: there is one for upstream boxes, DBNet text, MTCNN faces and CenterNet streets)",
-            p.models[root.0].name
-        );
-    }
-    println!("pipeline internals (closed loop): {internals}");
-    if let Some(drift) = exec_vs_profile(&before, &after) {
-        let profile = cfg.resolve(&p.profile);
-        if !(DRIFT_OK.0..=DRIFT_OK.1).contains(&drift) {
-            println!(
-                "warning: batches ran {drift:.2}x their profiled time on average: this host is not running at the speed {} was measured at, so the simulator predicts another machine (re-measure with `camdnnd profile`, or pass --profile-now)",
-                profile.display()
-            );
-        } else {
-            println!(
-                "batches ran {drift:.2}x their profiled time on average ({})",
-                profile.display()
-            );
-        }
-    }
-    if let Some(r) = &sample {
-        println!(
-            "pipeline found {} objects in the first frame{}",
-            r.objects.len(),
-            py_found
-                .as_ref()
-                .map_or_else(String::new, |f| format!("; Python found {f}"))
-        );
-    }
-    for seq in &seq {
-        println!(
-            "pipeline speed-up over {}: {:.2}x frames/s",
-            seq.name,
-            pipe.fps() / seq.fps()
-        );
-    }
-    if let Some(py) = &py {
-        println!(
-            "pipeline speed-up over sequential Python: {:.2}x frames/s",
-            pipe.fps() / py.fps()
-        );
-    }
 
     let mut sim_json = serde_json::Value::Null;
     if let Some((fps, open, by_frame, open_drift)) = &open {
@@ -527,7 +693,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!(
             "{}",
             json!({"config": args.config.display().to_string(),
-                   "contenders": all.iter().map(|f| f.json()).collect::<Vec<_>>(),
+                   "contenders": closed_json,
                    "sim": sim_json})
         );
     }
@@ -548,6 +714,139 @@ fn accounting_line(a: &Accounting) -> String {
         fmt_delay(a.delay.p90),
         fmt_delay(a.delay.p99)
     )
+}
+
+/// The config with every processor on ONNX Runtime's CPU provider (`None`
+/// when all already are, or one is simulated); with --profile-now its own
+/// profile is measured (written beside --profile-out), else it plans with the
+/// config's profile, measured on the other engines.
+fn all_ort(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<Option<DaemonConfig>> {
+    use camdnn_engine::EngineKind;
+    let procs = &cfg.pipeline.processors;
+    if procs.iter().all(|q| q.engine == EngineKind::Ort)
+        || procs.iter().any(|q| q.engine == EngineKind::Sim)
+    {
+        return Ok(None);
+    }
+    let mut c = cfg.clone();
+    for q in &mut c.pipeline.processors {
+        if q.engine != EngineKind::Ort {
+            q.engine = EngineKind::Ort;
+            q.provider = Some(camdnn_engine::OrtProvider::Cpu);
+            q.qnn = None;
+        }
+    }
+    if args.profile_now {
+        let out = args.profile_out.with_extension("ort.toml");
+        eprintln!(
+            "measuring the all-ORT variant's profile ({}) ...",
+            out.display()
+        );
+        let measure = super::profile::Args {
+            config: args.config.clone(),
+            out: out.clone(),
+            runs: args.profile_runs,
+            warmup: super::profile::WARMUP,
+            loads: super::profile::LOADS,
+            image: args.image.clone(),
+            isolated: false,
+        };
+        super::profile::measure_and_write(&c, &measure)?;
+        c.pipeline.profile =
+            std::path::absolute(&out).with_context(|| format!("resolving {}", out.display()))?;
+    } else {
+        println!(
+            "note: camdnn with ort on every processor plans with {} (measured with the config's engines); pass --profile-now for its own",
+            cfg.resolve(&cfg.pipeline.profile).display()
+        );
+    }
+    Ok(Some(c))
+}
+
+/// The processor the ORT baselines copy: the config's first ORT processor,
+/// else its first processor switched to ORT's CPU provider; unpinned (a
+/// user's process is not).
+fn ort_template(cfg: &DaemonConfig) -> ProcessorEntry {
+    use camdnn_engine::EngineKind;
+    let procs = &cfg.pipeline.processors;
+    let mut t = procs
+        .iter()
+        .find(|q| q.engine == EngineKind::Ort)
+        .unwrap_or(&procs[0])
+        .clone();
+    if t.engine != EngineKind::Ort {
+        t.engine = EngineKind::Ort;
+        t.provider = Some(camdnn_engine::OrtProvider::Cpu);
+        t.qnn = None;
+    }
+    t.core = None;
+    t
+}
+
+/// `--rates`: comma separated fractions in (0, 1.5].
+fn parse_rates(s: &str) -> anyhow::Result<Vec<f64>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let f: f64 = t
+                .parse()
+                .with_context(|| format!("--rates: {t:?} is not a number"))?;
+            if !(f > 0.0 && f <= 1.5) {
+                bail!("--rates: {f} is not a fraction of capacity in (0, 1.5]");
+            }
+            Ok(f)
+        })
+        .collect()
+}
+
+/// `n` frames spread evenly over `frames` (all of them when n >= len).
+fn spread(frames: &[BenchFrame], n: usize) -> Vec<BenchFrame> {
+    let len = frames.len();
+    if n == 0 || n >= len {
+        return frames.to_vec();
+    }
+    (0..n).map(|k| frames[k * len / n].clone()).collect()
+}
+
+/// The mean requests per frame of every model (roots: `root_items`) over a
+/// trace, as [`sustainable_fps`] takes them.
+fn mean_scene(system: &System, trace: &Trace, root_items: u32) -> Vec<f64> {
+    let mut scene = vec![0.0; system.models.len()];
+    let total: usize = trace.segments.iter().map(|s| s.frames).sum();
+    for r in system.roots() {
+        scene[r.0] = f64::from(root_items);
+    }
+    if total == 0 {
+        return scene;
+    }
+    for seg in &trace.segments {
+        for (k, i) in system.request_models().enumerate() {
+            let n = seg.scene.get(k).copied().unwrap_or(0);
+            scene[i.0] += f64::from(n) * seg.frames as f64 / total as f64;
+        }
+    }
+    scene
+}
+
+/// The frame rate of `n` copies of the processor that does a frame's work
+/// fastest alone (each request at its best per-request time, loads
+/// excluded), and that processor's name: the compute bound of `n` workers on
+/// equal cores, next to which a mix of unequal processors is judged.
+fn copies_of_fastest(system: &System, scene: &[f64], n: usize) -> Option<(String, f64)> {
+    system
+        .proc_ids()
+        .map(|j| {
+            let ms: f64 = system
+                .model_ids()
+                .filter(|i| scene[i.0] > 0.0)
+                .map(|i| scene[i.0] * per_request_ms(system, i, j, system.max_batch))
+                .sum();
+            (j, ms)
+        })
+        .filter(|(_, ms)| ms.is_finite() && *ms > 0.0)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(j, ms)| (system.processors[j.0].name.clone(), n as f64 * 1000.0 / ms))
 }
 
 /// Every sample the metrics recorder holds, `name{labels}` -> value.
@@ -579,8 +878,9 @@ fn mean_ms(
 }
 
 /// What the pipeline did between two scrapes: model loads, each processor's
-/// busy share of `seconds`, mean measured / profiled batch time and mean
-/// batch size per model and processor.
+/// busy share of `seconds` (the rest is idle), mean measured / profiled
+/// batch time and mean batch size per model and processor, and the mean host
+/// costs (frame preparation, a crop, a batch's hand-over).
 fn internals(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
@@ -613,6 +913,16 @@ fn internals(
             if n > 0.0 {
                 parts.push(format!("batch {labels} {n} x {:.2}", delta(k) / n));
             }
+        }
+    }
+    // Host work beside the engines: per frame, per crop, per batch handed over.
+    for (what, name) in [
+        ("frame prep", "camdnn_frame_prep_seconds"),
+        ("crop", "camdnn_crop_seconds"),
+        ("hand-over per batch", "camdnn_batch_overhead_seconds"),
+    ] {
+        if let Some(ms) = mean_ms(before, after, name) {
+            parts.push(format!("{what} {ms:.2} ms"));
         }
     }
     parts.join(", ")
@@ -795,20 +1105,20 @@ enum Pace {
 
 /// Feeds `frames` to the pipeline and times every answer from submission;
 /// also each frame's delay in frame order (`None`: not processed) and the
-/// first result.
+/// digest of each frame's answer (0: none).
 async fn drive(
     built: &pipeline::Built,
     frames: &[BenchFrame],
     pace: Pace,
-) -> (Figures, Vec<Option<f64>>, Option<FrameResult>) {
+) -> (Figures, Vec<Option<f64>>, Vec<u64>) {
     let start = Instant::now();
     let mut pending = FuturesUnordered::new();
     let mut by_frame = vec![None; frames.len()];
-    let mut sample = None;
+    let mut digests = vec![0; frames.len()];
     let mut record = |(n, outcome, sent): (usize, Result<Outcome, _>, Instant)| {
         if let Ok(Outcome::Done(r)) = outcome {
             by_frame[n] = Some(sent.elapsed().as_secs_f64() * 1e3);
-            sample.get_or_insert(r);
+            digests[n] = work::result_digest(&r);
         }
     };
     for (n, f) in frames.iter().enumerate() {
@@ -849,7 +1159,7 @@ async fn drive(
         failed: frames.len() - delays.len(),
         delays_ms: delays,
     };
-    (figures, by_frame, sample)
+    (figures, by_frame, digests)
 }
 
 /// Mean measured / profiled batch time between two scrapes, over every

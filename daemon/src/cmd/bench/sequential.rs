@@ -4,8 +4,13 @@
 //! through each model under it), with the pipeline's own pre- and
 //! post-processing (`ModelRuntime`) but no batching, no second processor and
 //! no overlap between frames.
+//!
+//! A [`Pool`] of such walkers is the baseline a user with N cores runs
+//! instead: N single-threaded workers taking frames round robin, or one
+//! walker whose engine has N intra-op threads.
 
-use std::time::Instant;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use camdnn_engine::LoadedModel;
@@ -13,18 +18,20 @@ use camdnn_policy::{ModelId, ProcId, System};
 use camdnn_protocol::ClassRef;
 use camdnn_vision::{BBox, Detection, Preprocessor, RgbImage, Transform};
 
+use super::work::{self, Work};
 use super::{BenchFrame, Figures};
 use crate::config::DaemonConfig;
+use crate::pipeline::config::ProcessorEntry;
 use crate::pipeline::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use crate::pipeline::prep;
 use crate::pipeline::real_engine as engine_for;
 
-/// What one sequential run measured.
-pub(super) struct SequentialRun {
+/// What one run of a contender measured.
+pub(super) struct Run {
     /// Frames/s and delays.
     pub figures: Figures,
-    /// Objects the last frame's result kept (cross-checked with the pipeline's).
-    pub objects: usize,
+    /// What it did.
+    pub work: Work,
 }
 
 /// An object while its frame is walked.
@@ -34,6 +41,10 @@ struct Object {
     rejected: bool,
     /// Models that produced an output for it.
     seen_by: Vec<ModelId>,
+    /// Its class, for the digest.
+    class: String,
+    /// (model, answer) for the digest.
+    answers: Vec<(String, String)>,
 }
 
 /// The graph's models loaded on processor `j`'s engine, ready to walk frames.
@@ -43,12 +54,21 @@ struct Walker<'a> {
     /// Per model: its handle (`None`: upstream, never run) and runtime.
     models: Vec<(Option<Box<dyn LoadedModel>>, ModelRuntime)>,
     pre: Preprocessor,
+    /// Work done since the last [`Walker::take_work`].
+    work: Work,
 }
 
 impl<'a> Walker<'a> {
-    fn load(cfg: &DaemonConfig, system: &'a System, j: usize) -> anyhow::Result<Self> {
+    /// Every model on `proc`'s engine; `j`: the config's processor whose
+    /// profile must support every model (`None`: not checked, a CPU engine
+    /// outside the config).
+    fn load(
+        cfg: &DaemonConfig,
+        system: &'a System,
+        proc: &ProcessorEntry,
+        j: Option<usize>,
+    ) -> anyhow::Result<Self> {
         let p = &cfg.pipeline;
-        let proc = &p.processors[j];
         let engine = engine_for(proc)?;
         let pcfg = proc.engine_config();
         let root = system
@@ -61,7 +81,7 @@ impl<'a> Walker<'a> {
             let handle = if rt.decoder.is_upstream() {
                 None
             } else {
-                if !system.supports(ModelId(i), ProcId(j)) {
+                if j.is_some_and(|j| !system.supports(ModelId(i), ProcId(j))) {
                     bail!(
                         "the sequential loop runs every model on {:?}, which the profile says cannot run {:?}; pick a processor with --sequential-processor",
                         proc.name,
@@ -81,7 +101,13 @@ impl<'a> Walker<'a> {
             root,
             models,
             pre: Preprocessor::new(),
+            work: Work::default(),
         })
+    }
+
+    /// The work counted since the last call (the digest is set by the caller).
+    fn take_work(&mut self) -> Work {
+        std::mem::take(&mut self.work)
     }
 
     fn run(
@@ -126,6 +152,7 @@ impl<'a> Walker<'a> {
             .prepare_frame(&mut self.pre, image)?;
         let mut found = Vec::new();
         for (t, transform) in items {
+            self.work.detector_runs += 1;
             let out = self.run(root, t)?;
             let ctx = ItemContext {
                 transform,
@@ -142,8 +169,8 @@ impl<'a> Walker<'a> {
         Ok(self.models[root.0].1.decoder.merge(found))
     }
 
-    /// One frame through the whole graph; returns the objects its result keeps.
-    fn frame(&mut self, frame: &BenchFrame) -> anyhow::Result<usize> {
+    /// One frame through the whole graph; returns the digest of its answer.
+    fn frame(&mut self, frame: &BenchFrame) -> anyhow::Result<u64> {
         let image = prep::decode(&frame.frame)
             .map_err(|(reason, msg)| anyhow::anyhow!("frame rejected ({reason:?}): {msg}"))?;
         let found = self.detect(frame, &image)?;
@@ -152,6 +179,7 @@ impl<'a> Walker<'a> {
         let mut todo: Vec<(usize, ModelId, BBox, bool)> = Vec::new();
         for (k, o) in found.into_iter().enumerate() {
             let bbox = o.detection.bbox;
+            let class = o.class.clone();
             if let Some(m) = self.system.route(&o.class) {
                 if self.system.models[m.0].parent == Some(self.root) {
                     todo.push((k, m, bbox, false));
@@ -162,6 +190,8 @@ impl<'a> Walker<'a> {
                 score: o.detection.score,
                 rejected: false,
                 seen_by: Vec::new(),
+                class,
+                answers: Vec::new(),
             });
         }
         todo.reverse();
@@ -172,6 +202,11 @@ impl<'a> Walker<'a> {
                     .1
                     .input
                     .prepare(&mut self.pre, &image, Some(bbox), rotate)?;
+            *self
+                .work
+                .crops
+                .entry(self.system.models[m.0].name.clone())
+                .or_default() += 1;
             let out = self.run(m, input)?;
             let ctx = ItemContext {
                 transform: identity,
@@ -188,8 +223,9 @@ impl<'a> Walker<'a> {
                     self.system.models[m.0].name
                 );
             };
-            std::hint::black_box(value);
             let obj = &mut objects[k];
+            obj.answers
+                .push((self.system.models[m.0].name.clone(), work::answer(&value)));
             obj.seen_by.push(m);
             match verdict {
                 Verdict::Keep | Verdict::Part(_) => {}
@@ -206,7 +242,15 @@ impl<'a> Walker<'a> {
             }
         }
         self.suppress(&mut objects);
-        Ok(objects.iter().filter(|o| !o.rejected).count())
+        Ok(work::frame_digest(
+            objects.iter().filter(|o| !o.rejected).map(|o| {
+                work::object_digest(
+                    &o.class,
+                    [o.bbox.x0, o.bbox.y0, o.bbox.x1, o.bbox.y1],
+                    &o.answers,
+                )
+            }),
+        ))
     }
 
     /// The frame-wide suppression some models ask for (MTCNN's last step).
@@ -228,38 +272,118 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// Walks `warm` (untimed) then `frames` (timed) through the graph on
-/// processor `j`'s engine, one item at a time.
-pub(super) fn run(
-    cfg: &DaemonConfig,
-    system: &System,
-    j: usize,
-    warm: &[BenchFrame],
-    frames: &[BenchFrame],
-) -> anyhow::Result<SequentialRun> {
-    let proc = &cfg.pipeline.processors[j];
-    let mut walker = Walker::load(cfg, system, j)?;
-    for f in warm {
-        walker.frame(f)?;
+/// One worker's start and, per frame it walked, (index, delay ms, digest).
+type WorkerRun = (Instant, Vec<(usize, f64, u64)>);
+
+/// A baseline a user runs instead of camdnn: N walkers, each on its own
+/// thread with its own sessions, taking frames round robin (N = 1: one
+/// walker, one frame at a time).
+pub(super) struct Pool<'a> {
+    /// The contender's name.
+    pub name: String,
+    walkers: Vec<Walker<'a>>,
+}
+
+impl<'a> Pool<'a> {
+    /// `workers` walkers on `proc`'s engine (`j`: as [`Walker::load`]).
+    pub fn load(
+        cfg: &DaemonConfig,
+        system: &'a System,
+        proc: &ProcessorEntry,
+        j: Option<usize>,
+        workers: usize,
+        name: String,
+    ) -> anyhow::Result<Self> {
+        let walkers = (0..workers.max(1))
+            .map(|_| Walker::load(cfg, system, proc, j))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Pool { name, walkers })
     }
-    let start = Instant::now();
-    let mut delays = Vec::with_capacity(frames.len());
-    let mut objects = 0;
-    for f in frames {
-        let t0 = Instant::now();
-        objects = walker.frame(f)?;
-        delays.push(t0.elapsed().as_secs_f64() * 1e3);
+
+    /// Walks `warm` (untimed, every worker) then `frames`: frame n goes to
+    /// worker n mod N. `fps`: `None` closed loop (each worker walks its
+    /// frames back to back; a frame's delay is its walk), or an open loop
+    /// where frame n arrives n / fps s after the start and its delay runs
+    /// from its arrival to its answer.
+    pub fn run(
+        &mut self,
+        warm: &[BenchFrame],
+        frames: &[BenchFrame],
+        fps: Option<f64>,
+    ) -> anyhow::Result<Run> {
+        let n = self.walkers.len();
+        let barrier = Barrier::new(n);
+        let per_worker: Vec<anyhow::Result<WorkerRun>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .walkers
+                .iter_mut()
+                .enumerate()
+                .map(|(k, w)| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        for f in warm {
+                            w.frame(f)?;
+                        }
+                        w.take_work();
+                        barrier.wait();
+                        let start = Instant::now();
+                        let mut out = Vec::new();
+                        for (i, f) in frames.iter().enumerate().skip(k).step_by(n) {
+                            let arrival = match fps {
+                                Some(fps) => {
+                                    let due = start + Duration::from_secs_f64(i as f64 / fps);
+                                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                                        std::thread::sleep(wait);
+                                    }
+                                    due
+                                }
+                                None => Instant::now(),
+                            };
+                            let digest = w.frame(f)?;
+                            out.push((i, arrival.elapsed().as_secs_f64() * 1e3, digest));
+                        }
+                        Ok((start, out))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
+                })
+                .collect()
+        });
+        let mut starts = Vec::new();
+        let mut by_frame = vec![(0.0, 0u64); frames.len()];
+        for r in per_worker {
+            let (start, out) = r?;
+            starts.push(start);
+            for (i, d, digest) in out {
+                by_frame[i] = (d, digest);
+            }
+        }
+        let start = starts.into_iter().min().unwrap_or_else(Instant::now);
+        let seconds = start.elapsed().as_secs_f64();
+        let mut work = Work::default();
+        for w in &mut self.walkers {
+            let t = w.take_work();
+            work.detector_runs += t.detector_runs;
+            for (m, c) in t.crops {
+                *work.crops.entry(m).or_default() += c;
+            }
+        }
+        let digests: Vec<u64> = by_frame.iter().map(|&(_, d)| d).collect();
+        work.digest = Some(work::run_digest(&digests));
+        Ok(Run {
+            figures: Figures {
+                name: self.name.clone(),
+                frames: frames.len(),
+                seconds,
+                delays_ms: by_frame.iter().map(|&(d, _)| d).collect(),
+                failed: 0,
+            },
+            work,
+        })
     }
-    let figures = Figures {
-        name: format!(
-            "sequential Rust ({} engine of {})",
-            proc.engine.as_str(),
-            proc.name
-        ),
-        frames: frames.len(),
-        seconds: start.elapsed().as_secs_f64(),
-        delays_ms: delays,
-        failed: 0,
-    };
-    Ok(SequentialRun { figures, objects })
 }
