@@ -6,10 +6,12 @@
 //! [`crate::features::Encoding::slots`]: `prob[s]` = P(b_k(i,j) > 0) and
 //! `count[s]` = b_k(i,j) when non-zero. b_k(i,j) = max(1, round(count)) when
 //! prob >= threshold, else 0; a(i,j) = 1 where any b_k(i,j) > 0, and the
-//! detector is resident on its fastest processor. Share decoding (on by
-//! default, [`MlpPolicy::set_share_decoding`]) then reads n(i,j) = sum_k k
-//! b_k(i,j) as request shares, rescales them to r_i and batches each pair by
-//! its min-cost composition ([`search::Search::by_shares`]). The plan then ALWAYS goes
+//! detector is resident on its fastest processor. [`Decoding`] then turns
+//! the outputs into request shares w(i,j): by default the expected count
+//! sum_k k prob[s] count[s] (the network's sub-integer preferences kept),
+//! or n(i,j) = sum_k k b_k(i,j) of the thresholded counts; it rescales
+//! them to r_i and batches each pair by its min-cost composition
+//! ([`search::Search::by_weights`]). The plan then ALWAYS goes
 //! through [`crate::repair`] (every request served, N_j and budgets kept),
 //! and, when the sidecar enables it, through [`search::Search`] (optimal
 //! re-batching per pair and request moves between hosts), keeping whichever
@@ -231,6 +233,19 @@ impl OnnxMlp {
     }
 }
 
+/// How the network's two outputs become a plan before repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoding {
+    /// The thresholded counts b_k(i,j) as they are.
+    Counts,
+    /// n(i,j) = sum_k k b_k(i,j) of the thresholded counts, read as request
+    /// shares, rescaled to r_i and batched by the min-cost composition.
+    Shares,
+    /// Like `Shares`, from the expected counts P(b > 0) count instead of the
+    /// thresholded, rounded ones.
+    ExpectedShares,
+}
+
 /// The learned global policy: features, MLP, decoding, repair (and search).
 #[derive(Debug)]
 pub struct MlpPolicy {
@@ -239,11 +254,12 @@ pub struct MlpPolicy {
     net: OnnxMlp,
     threshold: f32,
     local_search: bool,
-    share_decoding: bool,
+    decoding: Decoding,
     search: search::Search,
     features: Vec<f32>,
     prob: Vec<f32>,
     count: Vec<f32>,
+    weights: Vec<f64>,
     sidecar: Sidecar,
     dims: (usize, usize, usize),
     last_error: Option<String>,
@@ -302,9 +318,10 @@ impl MlpPolicy {
             features: vec![0.0; encoding.num_features()],
             prob: vec![0.0; slots.len()],
             count: vec![0.0; slots.len()],
+            weights: Vec::new(),
             search: search::Search::new(system),
             local_search: sidecar.local_search,
-            share_decoding: true,
+            decoding: Decoding::ExpectedShares,
             threshold,
             encoding,
             net,
@@ -323,10 +340,10 @@ impl MlpPolicy {
         self.local_search = on;
     }
 
-    /// Turns share decoding on (default) or off: off uses the thresholded
-    /// counts as they are.
-    pub fn set_share_decoding(&mut self, on: bool) {
-        self.share_decoding = on;
+    /// Chooses how the network's outputs become a plan (default
+    /// [`Decoding::ExpectedShares`]).
+    pub fn set_decoding(&mut self, decoding: Decoding) {
+        self.decoding = decoding;
     }
 
     /// The sidecar the policy was loaded with.
@@ -362,6 +379,20 @@ impl MlpPolicy {
         Ok(plan)
     }
 
+    /// Fills `weights` with each pair's expected request count from the
+    /// last network run: sum over k of k P(b_k > 0) max(count_k, 0), the
+    /// quantity the training penalty ties to r_i. Unlike the thresholded
+    /// counts it keeps the network's sub-integer preferences between hosts.
+    fn expected_shares(&mut self, system: &System) {
+        let np = system.num_processors();
+        self.weights.clear();
+        self.weights.resize(system.num_models() * np, 0.0);
+        for (s, slot) in self.encoding.slots().iter().enumerate() {
+            let expected = self.prob[s].clamp(0.0, 1.0) * self.count[s].max(0.0);
+            self.weights[slot.model.0 * np + slot.proc.0] += slot.k as f64 * expected as f64;
+        }
+    }
+
     fn try_plan(&mut self, system: &System, input: &PlanInput) -> Result<Plan, String> {
         if self.dims
             != (
@@ -373,10 +404,16 @@ impl MlpPolicy {
             return Err("the system differs from the one the policy was loaded for".into());
         }
         let mut raw = self.decode(system, input)?;
-        if self.share_decoding {
-            if let Some(shaped) = self.search.by_shares(system, input, &raw) {
-                raw = shaped;
+        let shaped = match self.decoding {
+            Decoding::Counts => None,
+            Decoding::Shares => self.search.by_shares(system, input, &raw),
+            Decoding::ExpectedShares => {
+                self.expected_shares(system);
+                self.search.by_weights(system, input, &raw, &self.weights)
             }
+        };
+        if let Some(shaped) = shaped {
+            raw = shaped;
         }
         let repaired = repair(system, input, &raw).map_err(|e| e.to_string())?;
         if !self.local_search {

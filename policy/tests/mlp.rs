@@ -2,8 +2,9 @@
 //! systems and broken files with a clear error, and its plans are always
 //! feasible (repair) and never worse with the local search than without.
 
-use camdnn_policy::mlp::{MlpError, MlpPolicy};
-use camdnn_policy::{Detector, GlobalPolicy, PlanInput, ProcId, System};
+use camdnn_policy::mlp::search::Search;
+use camdnn_policy::mlp::{Decoding, MlpError, MlpPolicy};
+use camdnn_policy::{Detector, GlobalPolicy, ModelId, Plan, PlanInput, ProcId, System};
 use proptest::prelude::*;
 
 const RB5: &str = include_str!("../../config/profiles/rb5.toml");
@@ -61,6 +62,64 @@ fn bad_input_lengths_give_an_error_not_a_panic() {
     assert!(policy.last_error().unwrap().contains("scene"));
 }
 
+/// Decodes request weights (model by processor, rb5's 4 x 3) for `scene`.
+fn split(scene: [u32; 4], weights: [[f64; 3]; 4]) -> (System, Plan) {
+    let system = rb5();
+    let rem = [0.0; 3];
+    let a_old = [false; 12];
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: &a_old,
+        frames_per_epoch: 70.0,
+    };
+    let w: Vec<f64> = weights.iter().flatten().copied().collect();
+    let plan = Search::new(&system)
+        .by_weights(&system, &input, &Plan::empty(&system), &w)
+        .unwrap();
+    (system, plan)
+}
+
+fn served(system: &System, plan: &Plan, i: usize) -> Vec<u32> {
+    system
+        .proc_ids()
+        .map(|j| plan.served_on(ModelId(i), j))
+        .collect()
+}
+
+#[test]
+fn weights_split_each_model_in_proportion() {
+    // inception 3:1 between CPU and GPU over 8 requests; mobilenet 1:1:2
+    // over 12; squeezenet has no weight and is left for repair.
+    let (system, plan) = split(
+        [0, 8, 5, 12],
+        [[0.0; 3], [0.3, 0.1, 0.0], [0.0; 3], [1.0, 1.0, 2.0]],
+    );
+    assert_eq!(served(&system, &plan, 1), vec![6, 2, 0]);
+    assert_eq!(served(&system, &plan, 2), vec![0, 0, 0]);
+    assert_eq!(served(&system, &plan, 3), vec![3, 3, 6]);
+    assert!(plan.resident(ModelId(3), ProcId(2)));
+    assert!(!plan.resident(ModelId(1), ProcId(2)));
+}
+
+#[test]
+fn a_host_under_half_a_request_is_dropped_and_the_rest_still_sums_to_r() {
+    // 4 requests; the GPU's weight is worth 0.11 of one: no residency (and
+    // load) for it. The DSP's 1.9 of them is kept; the remainder rounds up.
+    let (system, plan) = split(
+        [0, 0, 0, 4],
+        [[0.0; 3], [0.0; 3], [0.0; 3], [5.0, 0.3, 5.7]],
+    );
+    assert_eq!(served(&system, &plan, 3), vec![2, 0, 2]);
+    assert!(!plan.resident(ModelId(3), ProcId(1)));
+    // Unsupported hosts, negative and NaN weights count as none.
+    let (system, plan) = split(
+        [0, 0, 3, 0],
+        [[0.0; 3], [0.0; 3], [-1.0, f64::NAN, 9.0], [0.0; 3]],
+    );
+    assert_eq!(served(&system, &plan, 2), vec![0, 0, 0]);
+}
+
 fn inputs() -> impl Strategy<Value = (Vec<u32>, Vec<f64>, Vec<bool>, f64)> {
     (
         // Beyond the training range (0..=14) and beyond the search tables (64).
@@ -75,10 +134,15 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn repaired_plan_is_always_feasible((r, rem, a_old, f) in inputs(), search in any::<bool>()) {
+    fn repaired_plan_is_always_feasible(
+        (r, rem, a_old, f) in inputs(),
+        search in any::<bool>(),
+        decoding in prop_oneof![Just(Decoding::Counts), Just(Decoding::Shares), Just(Decoding::ExpectedShares)],
+    ) {
         let system = rb5();
         let mut policy = MlpPolicy::new(&system, ONNX, SIDECAR).unwrap();
         policy.set_local_search(search);
+        policy.set_decoding(decoding);
         let scene = [0, r[0], r[1], r[2]];
         let input = PlanInput { scene: &scene, rem_ms: &rem, residency: &a_old, frames_per_epoch: f };
         let plan = policy.plan(&system, &input);

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::mlp::{Decoding, MlpPolicy};
 use camdnn_policy::System;
 use clap::Args;
 
@@ -207,12 +207,21 @@ pub fn run_eval(args: &EvalArgs) -> Result<()> {
         .iter()
         .filter(|d| is_heldout(t.seed, &d.scene, t.heldout_fraction))
         .collect();
-    for (label, shares, search) in [
-        ("MLP (thresholded counts) + repair", false, false),
-        ("MLP (share decoding) + repair", true, false),
-        ("MLP (share decoding) + repair + local search", true, true),
+    for (label, decoding, search) in [
+        ("MLP (thresholded counts) + repair", Decoding::Counts, false),
+        ("MLP (share decoding) + repair", Decoding::Shares, false),
+        (
+            "MLP (expected shares) + repair",
+            Decoding::ExpectedShares,
+            false,
+        ),
+        (
+            "MLP (expected shares) + repair + local search",
+            Decoding::ExpectedShares,
+            true,
+        ),
     ] {
-        policy.set_share_decoding(shares);
+        policy.set_decoding(decoding);
         policy.set_local_search(search);
         let start = Instant::now();
         let f = eval::fidelity(&system, &mut policy, &held)?;

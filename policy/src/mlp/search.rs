@@ -69,45 +69,88 @@ impl Search {
     }
 
     /// Share decoding: reads n(i,j) = sum_k k b_k(i,j) of a raw plan as
-    /// request shares, rescales each model's shares to r_i (largest
-    /// remainder; a model with no share keeps none, for repair to place) and
-    /// batches every pair by its min-cost composition. Residency follows the
-    /// batches, plus the plan's roots. `None` beyond the tables.
+    /// request shares and decodes them with [`Search::by_weights`].
     pub fn by_shares(&self, system: &System, input: &PlanInput, raw: &Plan) -> Option<Plan> {
-        if system.num_models() != self.nm || system.num_processors() != self.np {
+        let weights: Vec<f64> = system
+            .model_ids()
+            .flat_map(|i| system.proc_ids().map(move |j| raw.served_on(i, j) as f64))
+            .collect();
+        self.by_weights(system, input, raw, &weights)
+    }
+
+    /// Decodes non-negative request weights w(i,j) (row-major, model by
+    /// processor) into a plan: each model's r_i requests are split in
+    /// proportion to its weights (largest remainder, after dropping hosts
+    /// whose share is under half a request; a model with no weight keeps
+    /// none, for repair to place), and every pair is batched by its
+    /// min-cost composition. Residency follows the batches, plus `roots`'
+    /// residency of the root models. `None` beyond the tables.
+    pub fn by_weights(
+        &self,
+        system: &System,
+        input: &PlanInput,
+        roots: &Plan,
+        weights: &[f64],
+    ) -> Option<Plan> {
+        if system.num_models() != self.nm
+            || system.num_processors() != self.np
+            || weights.len() != self.nm * self.np
+        {
             return None;
         }
         let mut out = Plan::empty(system);
         for r in system.roots() {
             for j in system.proc_ids() {
-                out.set_resident(r, j, raw.resident(r, j));
+                out.set_resident(r, j, roots.resident(r, j));
             }
+        }
+        if self.np > 16 {
+            return None;
         }
         for i in system.request_models() {
             let want = input.scene[i.0];
             if want as usize > MAX_REQUESTS {
                 return None;
             }
-            let total: u32 = system.proc_ids().map(|j| raw.served_on(i, j)).sum();
-            if total == 0 || want == 0 {
+            let raw_w = |j: usize| {
+                let v = weights[i.0 * self.np + j];
+                if v.is_finite() && v > 0.0 && system.supports(i, ProcId(j)) {
+                    v
+                } else {
+                    0.0
+                }
+            };
+            let raw_total: f64 = (0..self.np).map(raw_w).sum();
+            if raw_total <= 0.0 || want == 0 {
                 continue;
             }
+            // A host whose share is under half a request is dropped (it would
+            // cost a residency, often a load, for a fraction of a request),
+            // unless it is the model's largest.
+            let top = (0..self.np)
+                .max_by(|&a, &b| raw_w(a).total_cmp(&raw_w(b)).then(b.cmp(&a)))
+                .expect("n_p >= 1");
+            let w = |j: usize| {
+                if j == top || want as f64 * raw_w(j) / raw_total >= 0.5 {
+                    raw_w(j)
+                } else {
+                    0.0
+                }
+            };
+            let total: f64 = (0..self.np).map(w).sum();
             // Largest remainder over at most n_p hosts, without allocating.
             let mut given = 0u32;
             let mut share = [0u32; 16];
             let mut rest = [0.0f64; 16];
-            if self.np > share.len() {
-                return None;
-            }
-            for j in system.proc_ids() {
-                let exact = want as f64 * raw.served_on(i, j) as f64 / total as f64;
-                share[j.0] = exact.floor() as u32;
-                rest[j.0] = exact - exact.floor();
-                given += share[j.0];
+            for j in 0..self.np {
+                let exact = want as f64 * w(j) / total;
+                share[j] = exact.floor() as u32;
+                rest[j] = exact - exact.floor();
+                given += share[j];
             }
             while given < want {
                 let j = (0..self.np)
-                    .filter(|&j| raw.served_on(i, ProcId(j)) > 0)
+                    .filter(|&j| w(j) > 0.0)
                     .max_by(|&a, &b| rest[a].total_cmp(&rest[b]).then(b.cmp(&a)))
                     .expect("total > 0 implies a host");
                 share[j] += 1;
