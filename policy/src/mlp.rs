@@ -373,6 +373,7 @@ impl MlpPolicy {
             return Err("the system differs from the one the policy was loaded for".into());
         }
         let mut raw = self.decode(system, input)?;
+        self.search.refresh(system);
         if self.share_decoding {
             if let Some(shaped) = self.search.by_shares(system, input, &raw) {
                 raw = shaped;

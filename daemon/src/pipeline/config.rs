@@ -114,6 +114,10 @@ pub struct ProcessorEntry {
     /// Memory budget, MB (needs `size_mb` in the profile).
     #[serde(default)]
     pub memory_budget_mb: Option<f64>,
+    /// Most share of time the unit may be busy, in (0, 1]: the scheduler
+    /// rests it after each batch (thermal / power headroom).
+    #[serde(default)]
+    pub utilisation_cap: Option<f64>,
     /// Engine running this unit's models.
     pub engine: EngineKind,
     /// ONNX Runtime execution provider (ort only).
@@ -513,6 +517,7 @@ impl PipelineConfig {
                 .processors
                 .iter()
                 .map(|p| ProcessorSpec {
+                    utilisation_cap: p.utilisation_cap,
                     name: p.name.clone(),
                     kind: p.kind,
                     max_resident: p.max_resident,
