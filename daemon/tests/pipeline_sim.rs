@@ -69,6 +69,15 @@ fn held_batches_are_all_placed_with_a_zero_dispatch_horizon() {
     classifies_every_routed_object(&cfg);
 }
 
+/// With adaptation on (live estimates from every batch, early global
+/// steps), every frame is still answered with every output.
+#[test]
+fn adapting_pipeline_answers_every_frame() {
+    let mut cfg = config();
+    cfg.pipeline.adapt = true;
+    classifies_every_routed_object(&cfg);
+}
+
 fn classifies_every_routed_object(cfg: &DaemonConfig) {
     let built = pipeline::start(cfg).unwrap();
     assert!(built.pipeline.is_ready());

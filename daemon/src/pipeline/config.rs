@@ -33,6 +33,12 @@ pub struct PipelineConfig {
     /// Global step interval, ms.
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
+    /// Adapt while running: every finished batch refines the live
+    /// estimates the scheduler plans with, and a lasting change of a
+    /// processor's speed or of the scene mix runs the global step at once
+    /// (`policy::adapt`).
+    #[serde(default)]
+    pub adapt: bool,
     /// Frames processed at once; more wait at the server (newest wins).
     #[serde(default = "d_in_flight")]
     pub max_in_flight: usize,
