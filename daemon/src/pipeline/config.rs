@@ -39,6 +39,11 @@ pub struct PipelineConfig {
     /// (`policy::adapt`).
     #[serde(default)]
     pub adapt: bool,
+    /// With `adapt`: where the live estimates are written as a profile file
+    /// (the format `camdnnd profile` writes) when the pipeline stops, at
+    /// shutdown and for the old pipeline on a SIGHUP reload.
+    #[serde(default)]
+    pub adapt_profile_out: Option<PathBuf>,
     /// Frames processed at once; more wait at the server (newest wins).
     #[serde(default = "d_in_flight")]
     pub max_in_flight: usize,

@@ -170,6 +170,8 @@ pub struct Parts {
     /// Live estimates and early global steps (`None`: the profile as given,
     /// the epoch timer alone).
     pub adapt: Option<camdnn_policy::adapt::AdaptConfig>,
+    /// Where the live estimates are written as a profile when the pipeline stops.
+    pub adapt_profile_out: Option<std::path::PathBuf>,
     /// Frames processed at once.
     pub max_in_flight: usize,
     /// Threads of the preparation pool.
@@ -215,6 +217,7 @@ pub fn start(parts: Parts) -> Pipeline {
         last_scene: vec![0; parts.system.num_models()],
         scene: SceneEstimator::new(&parts.system),
         frames_this_epoch: 0,
+        adapt_profile_out: parts.adapt_profile_out,
         adapt: parts
             .adapt
             .as_ref()
@@ -341,6 +344,7 @@ struct Actor {
     scene: SceneEstimator,
     frames_this_epoch: u64,
     adapt: Option<camdnn_policy::adapt::Adapt>,
+    adapt_profile_out: Option<std::path::PathBuf>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
@@ -393,6 +397,16 @@ impl Actor {
         }
         for w in &self.workers {
             let _ = w.send(camdnn_engine::Command::Shutdown);
+        }
+        if let (Some(path), Some(_)) = (&self.adapt_profile_out, &self.adapt) {
+            match std::fs::write(path, self.system.to_spec().to_toml()) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "live estimates written as a profile")
+                }
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "writing the live estimates")
+                }
+            }
         }
     }
 
