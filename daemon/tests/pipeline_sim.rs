@@ -69,6 +69,29 @@ fn held_batches_are_all_placed_with_a_zero_dispatch_horizon() {
     classifies_every_routed_object(&cfg);
 }
 
+/// With adaptation on (live estimates from every batch, early global
+/// steps), every frame is still answered with every output, and at
+/// shutdown the estimates are written as a profile the daemon can read.
+#[test]
+fn adapting_pipeline_answers_every_frame_and_writes_its_estimates() {
+    let out = std::env::temp_dir().join(format!("camdnn-adapt-{}.toml", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let mut cfg = config();
+    cfg.pipeline.adapt = true;
+    cfg.pipeline.adapt_profile_out = Some(out.clone());
+    classifies_every_routed_object(&cfg);
+    let text = std::fs::read_to_string(&out).expect("the estimates were written at shutdown");
+    let _ = std::fs::remove_file(&out);
+    let spec = camdnn_policy::spec::SystemSpec::from_toml(&text).expect("a profile file");
+    let profile = cfg.pipeline.system_spec(spec.name.clone(), spec.profile);
+    let system = camdnn_policy::System::from_spec(&profile).expect("the daemon reads it back");
+    assert_eq!(
+        system.num_processors(),
+        cfg.pipeline.processors.len(),
+        "{text}"
+    );
+}
+
 fn classifies_every_routed_object(cfg: &DaemonConfig) {
     let built = pipeline::start(cfg).unwrap();
     assert!(built.pipeline.is_ready());
@@ -113,6 +136,7 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
         assert!(r.timing.total_us > 0);
     }
     assert_eq!(built.pipeline.in_flight(), 0);
+    built.pipeline.shutdown();
 }
 
 #[test]

@@ -49,6 +49,8 @@ pub struct Cluster {
     /// Pairs whose last load failed (or whose engine panicked): never hosted
     /// until [`Cluster::set_available`] (see `crate::retry`).
     unavailable: Vec<bool>,
+    /// Rest after each ms of work, ms: 1 / cap - 1 (0 without a cap).
+    rest_per_ms: Vec<f64>,
 }
 
 impl Cluster {
@@ -58,6 +60,11 @@ impl Cluster {
         Cluster {
             np,
             busy_until: vec![0.0; np],
+            rest_per_ms: system
+                .processors
+                .iter()
+                .map(|p| 1.0 / p.utilisation_cap - 1.0)
+                .collect(),
             shift_ms: vec![0.0; np],
             resident: vec![false; nm * np],
             last_used: vec![f64::NEG_INFINITY; nm * np],
@@ -142,7 +149,7 @@ impl Cluster {
             load = system.load_ms(i, j);
         }
         let finish = start + load + system.exec_ms(i, j, batch);
-        self.busy_until[j.0] = finish;
+        self.busy_until[j.0] = finish + (finish - start) * self.rest_per_ms[j.0];
         self.last_used[i.0 * self.np + j.0] = finish;
         Placement {
             proc: j,
@@ -202,8 +209,9 @@ impl Cluster {
         self.make_room(system, i, j);
         self.set_resident(system, i, j, true);
         let start = now.max(self.busy_until[j.0]);
-        self.busy_until[j.0] = start + system.load_ms(i, j);
-        self.last_used[i.0 * self.np + j.0] = self.busy_until[j.0];
+        let finish = start + system.load_ms(i, j);
+        self.busy_until[j.0] = finish + (finish - start) * self.rest_per_ms[j.0];
+        self.last_used[i.0 * self.np + j.0] = finish;
         true
     }
 
@@ -232,12 +240,14 @@ impl Cluster {
     /// `actual_finish`: the work queued behind it moves by the batch's error,
     /// measured against its expected finish as already moved by the batches
     /// that completed before it. The processor is idle from `actual_finish`
-    /// unless later work was queued.
+    /// unless later work was queued. Under a utilisation cap the rest after
+    /// the batch grows (or shrinks) with its error.
     pub fn correct_finish(&mut self, mark: FinishMark, actual_finish: f64) {
         let j = mark.proc.0;
         let error = actual_finish - (mark.uncorrected_ms + self.shift_ms[j]);
-        self.shift_ms[j] += error;
-        self.busy_until[j] = (self.busy_until[j] + error).max(actual_finish);
+        let occupied = error * (1.0 + self.rest_per_ms[j]);
+        self.shift_ms[j] += occupied;
+        self.busy_until[j] = (self.busy_until[j] + occupied).max(actual_finish);
     }
 
     fn set_resident(&mut self, system: &System, i: ModelId, j: ProcId, on: bool) {

@@ -17,15 +17,21 @@
 //! - [`sim`]: the discrete-event simulator, its traces and its measures;
 //! - [`gen`]: seeded boards and scene-trace shapes nobody tuned to; [`suite`]: every
 //!   scheduler over them, on a measure dropping frames cannot improve;
-//! - [`bound`]: lower bounds on a frame's makespan and upper bounds on a stream's rate.
+//! - [`bound`]: lower bounds on a frame's makespan and upper bounds on a stream's rate;
+//! - [`estimate`]: live t_e / t_l estimates with their spread; [`drift`]: detectors of a
+//!   lasting change in a processor's speed or the scene mix; [`adapt`]: both driving the
+//!   scheduler's view of the profile and early global steps.
 
 #![warn(missing_docs)]
 
+pub mod adapt;
 pub mod batcher;
 pub mod bound;
 mod cluster;
 pub mod dispatch;
+pub mod drift;
 mod error;
+pub mod estimate;
 pub mod features;
 pub mod gen;
 pub mod heft_dag;

@@ -404,6 +404,7 @@ impl MlpPolicy {
             return Err("the system differs from the one the policy was loaded for".into());
         }
         let mut raw = self.decode(system, input)?;
+        self.search.refresh(system);
         let shaped = match self.decoding {
             Decoding::Counts => None,
             Decoding::Shares => self.search.by_shares(system, input, &raw),

@@ -55,6 +55,11 @@ pub struct ProcessorSpec {
     /// Optional memory budget for resident models, in MB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_budget_mb: Option<f64>,
+    /// Optional utilisation cap in (0, 1]: the share of time the unit may be
+    /// busy (thermal or power headroom); the scheduler rests it after each
+    /// batch so that it never works more than this share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilisation_cap: Option<f64>,
 }
 
 /// One model M_i and its place in the application graph.

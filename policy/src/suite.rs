@@ -193,6 +193,8 @@ mod tests {
             served: Vec::new(),
             flushes: [0; 3],
             epochs: 0,
+            triggered_epochs: 0,
+            adapt: None,
             epoch_loads: 0,
             duration_ms: 0.0,
         }

@@ -25,6 +25,8 @@ pub struct Processor {
     pub max_resident: usize,
     /// Memory budget for resident models, MB.
     pub memory_budget_mb: Option<f64>,
+    /// Most share of time the unit may be busy, in (0, 1] (1: no cap).
+    pub utilisation_cap: f64,
 }
 
 /// A model after validation.
@@ -55,6 +57,9 @@ pub struct System {
     pub max_batch: usize,
     exec: Vec<f64>,
     load: Vec<f64>,
+    /// Bumped by every [`System::set_pair_timings`], so caches built from
+    /// the timings know when to rebuild.
+    generation: u64,
     size_mb: Vec<f64>,
     preferred: Vec<u8>,
     priority: Vec<f64>,
@@ -103,11 +108,20 @@ impl System {
             if let Some(b) = p.memory_budget_mb {
                 check_positive(format!("processor.{}.memory_budget_mb", p.name), b)?;
             }
+            let cap = p.utilisation_cap.unwrap_or(1.0);
+            if !(cap > 0.0 && cap <= 1.0) {
+                return Err(bad(
+                    format!("processor.{}.utilisation_cap", p.name),
+                    cap,
+                    "must be in (0, 1]",
+                ));
+            }
             processors.push(Processor {
                 name: p.name.clone(),
                 kind: p.kind,
                 max_resident: p.max_resident,
                 memory_budget_mb: p.memory_budget_mb,
+                utilisation_cap: cap,
             });
         }
 
@@ -237,6 +251,7 @@ impl System {
             max_batch: nb,
             exec,
             load,
+            generation: 0,
             size_mb,
             preferred: Vec::new(),
             priority: Vec::new(),
@@ -310,6 +325,88 @@ impl System {
     #[inline]
     pub fn load_ms(&self, i: ModelId, j: ProcId) -> f64 {
         self.load[i.0 * self.processors.len() + j.0]
+    }
+
+    /// Replaces t_e(i,j,k) for k = 1..=exec_ms.len() and t_l(i,j) of a
+    /// supported pair with live estimates, and re-derives what depends on
+    /// them (preferred batch sizes, priorities). Non-finite or non-positive
+    /// entries, unsupported pairs and sizes the profile lacks are left as
+    /// they were.
+    pub fn set_pair_timings(&mut self, i: ModelId, j: ProcId, exec_ms: &[f64], load_ms: f64) {
+        if !self.supports(i, j) {
+            return;
+        }
+        let nb = self.max_batch;
+        let base = (i.0 * self.processors.len() + j.0) * nb;
+        for (k, &t) in exec_ms.iter().enumerate().take(nb) {
+            let cell = &mut self.exec[base + k];
+            if cell.is_finite() && t.is_finite() && t > 0.0 {
+                *cell = t;
+            }
+        }
+        if load_ms.is_finite() && load_ms >= 0.0 {
+            self.load[i.0 * self.processors.len() + j.0] = load_ms;
+        }
+        self.preferred = self.preferred_batch_table();
+        self.priority = crate::rank::priorities(self);
+        self.generation += 1;
+    }
+
+    /// How many times the timings were replaced since the profile was read
+    /// ([`System::set_pair_timings`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The profile as a spec again, with the current timings (live
+    /// estimates included): what `camdnnd profile` writes.
+    pub fn to_spec(&self) -> SystemSpec {
+        use crate::spec::{ModelSpec, PairSpec, ProcessorSpec};
+        let mut profile = crate::spec::ProfileSpec::new();
+        for i in self.model_ids() {
+            for j in self.proc_ids().filter(|&j| self.supports(i, j)) {
+                let exec_ms = (1..=self.max_batch_on(i, j))
+                    .map(|k| self.exec_ms(i, j, k))
+                    .collect();
+                let size = self.size_mb(i, j);
+                profile
+                    .entry(self.models[i.0].name.clone())
+                    .or_default()
+                    .insert(
+                        self.processors[j.0].name.clone(),
+                        PairSpec {
+                            exec_ms,
+                            load_ms: self.load_ms(i, j),
+                            size_mb: (size > 0.0).then_some(size),
+                        },
+                    );
+            }
+        }
+        SystemSpec {
+            name: self.name.clone(),
+            max_batch: self.max_batch,
+            processors: self
+                .processors
+                .iter()
+                .map(|p| ProcessorSpec {
+                    name: p.name.clone(),
+                    kind: p.kind,
+                    max_resident: p.max_resident,
+                    memory_budget_mb: p.memory_budget_mb,
+                    utilisation_cap: (p.utilisation_cap < 1.0).then_some(p.utilisation_cap),
+                })
+                .collect(),
+            models: self
+                .models
+                .iter()
+                .map(|m| ModelSpec {
+                    name: m.name.clone(),
+                    parent: m.parent.map(|p| self.models[p.0].name.clone()),
+                    classes: m.classes.clone(),
+                })
+                .collect(),
+            profile,
+        }
     }
 
     /// Resident size of model i on p_j in MB (0 when not given).

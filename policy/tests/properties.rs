@@ -32,6 +32,7 @@ fn system() -> impl Strategy<Value = System> {
         .prop_map(|((np, nc, nb), pairs, caps)| {
             let processors: Vec<ProcessorSpec> = (0..np)
                 .map(|j| ProcessorSpec {
+                    utilisation_cap: None,
                     name: format!("p{j}"),
                     kind: [
                         ProcessorKind::Cpu,

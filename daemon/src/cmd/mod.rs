@@ -4,6 +4,7 @@ pub mod bench;
 pub mod check_config;
 pub mod feed;
 pub mod profile;
+pub mod recovery;
 pub mod serve;
 pub mod simulate;
 pub mod suite;

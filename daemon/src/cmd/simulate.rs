@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use camdnn_policy::adapt::AdaptConfig;
 use camdnn_policy::gen::{heavy_count, Shape};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
@@ -90,6 +91,36 @@ pub struct Args {
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Slow a processor, as DVFS or thermal throttling does, without telling
+    /// the scheduler: PROC:FACTOR:FROM_S[:UNTIL_S] (e.g. gpu:2:20:40; no
+    /// UNTIL_S: for good, so gpu:2:0 is a profile 2x off). Repeatable.
+    #[arg(long, value_name = "PROC:FACTOR:FROM_S[:UNTIL_S]")]
+    pub throttle: Vec<String>,
+    /// Adapt while running: live estimates from every batch, and a global
+    /// step as soon as a processor's speed or the scene mix changes lastingly
+    /// (policy::adapt), for every scheduler run.
+    #[arg(long)]
+    pub adapt: bool,
+    /// Least time between two global steps a detector triggers, ms (with
+    /// --adapt or --recovery).
+    #[arg(long, default_value_t = 1000.0)]
+    pub adapt_min_gap_ms: f64,
+    /// Only processor speed changes trigger a global step, not scene changes.
+    #[arg(long)]
+    pub adapt_no_scene: bool,
+    /// The recovery figure instead of the comparison: camdnn adapting,
+    /// camdnn on the epoch timer only and HEFT under --throttle, each
+    /// window's on-time share against the best fixed schedule for the
+    /// throttled board, and how long each takes to return within 10% of it.
+    #[arg(long, requires = "throttle")]
+    pub recovery: bool,
+    /// The full scheduler of the recovery figure (default: camdnn with the
+    /// learned policy when one is at hand, else camdnn-greedy).
+    #[arg(long)]
+    pub recovery_scheduler: Option<String>,
+    /// Window of the recovery figure's on-time shares, s.
+    #[arg(long, default_value_t = 1.0)]
+    pub window_s: f64,
 }
 
 /// Runs the comparison and prints it.
@@ -135,6 +166,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         root_items: args.root_items,
         frame_prep_ms: args.frame_prep_ms,
         batch_overhead_ms: args.batch_overhead_ms,
+        throttles: args
+            .throttle
+            .iter()
+            .map(|t| super::recovery::parse_throttle(&system, t))
+            .collect::<anyhow::Result<_>>()?,
+        adapt: (args.adapt || args.recovery).then(|| AdaptConfig {
+            min_gap_ms: args.adapt_min_gap_ms,
+            scene: (!args.adapt_no_scene).then(Default::default),
+            ..AdaptConfig::default()
+        }),
     };
     let deadline_ms = args.deadline_ms.unwrap_or(cfg.default_deadline_ms());
     if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
@@ -184,6 +225,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         }
     };
+    if args.recovery {
+        let camdnn = match &args.recovery_scheduler {
+            Some(name) => name.as_str(),
+            None if policy_path.is_some() => CAMDNN,
+            None => "camdnn-greedy",
+        };
+        return super::recovery::run(
+            &system,
+            &trace,
+            &cfg,
+            &super::recovery::Options {
+                camdnn,
+                deadline_ms,
+                window_ms: args.window_s * 1000.0,
+            },
+            &make,
+        );
+    }
     let mut reports = Vec::new();
     for name in &names {
         let report = simulate(&system, make(name)?.as_mut(), &trace, &cfg)?;

@@ -184,6 +184,8 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         scheduler,
         wait_ms: p.wait_ms,
         epoch_ms: p.epoch_ms,
+        adapt: p.adapt.then(camdnn_policy::adapt::AdaptConfig::default),
+        adapt_profile_out: p.adapt_profile_out.clone(),
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         prep_threads: p.prep_threads,

@@ -33,6 +33,17 @@ pub struct PipelineConfig {
     /// Global step interval, ms.
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
+    /// Adapt while running: every finished batch refines the live
+    /// estimates the scheduler plans with, and a lasting change of a
+    /// processor's speed or of the scene mix runs the global step at once
+    /// (`policy::adapt`).
+    #[serde(default)]
+    pub adapt: bool,
+    /// With `adapt`: where the live estimates are written as a profile file
+    /// (the format `camdnnd profile` writes) when the pipeline stops, at
+    /// shutdown and for the old pipeline on a SIGHUP reload.
+    #[serde(default)]
+    pub adapt_profile_out: Option<PathBuf>,
     /// Frames processed at once; more wait at the server (newest wins).
     #[serde(default = "d_in_flight")]
     pub max_in_flight: usize,
@@ -114,6 +125,10 @@ pub struct ProcessorEntry {
     /// Memory budget, MB (needs `size_mb` in the profile).
     #[serde(default)]
     pub memory_budget_mb: Option<f64>,
+    /// Most share of time the unit may be busy, in (0, 1]: the scheduler
+    /// rests it after each batch (thermal / power headroom).
+    #[serde(default)]
+    pub utilisation_cap: Option<f64>,
     /// Engine running this unit's models.
     pub engine: EngineKind,
     /// ONNX Runtime execution provider (ort only).
@@ -513,6 +528,7 @@ impl PipelineConfig {
                 .processors
                 .iter()
                 .map(|p| ProcessorSpec {
+                    utilisation_cap: p.utilisation_cap,
                     name: p.name.clone(),
                     kind: p.kind,
                     max_resident: p.max_resident,

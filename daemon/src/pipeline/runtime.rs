@@ -167,6 +167,11 @@ pub struct Parts {
     pub wait_ms: f64,
     /// Global step interval, ms.
     pub epoch_ms: f64,
+    /// Live estimates and early global steps (`None`: the profile as given,
+    /// the epoch timer alone).
+    pub adapt: Option<camdnn_policy::adapt::AdaptConfig>,
+    /// Where the live estimates are written as a profile when the pipeline stops.
+    pub adapt_profile_out: Option<std::path::PathBuf>,
     /// Frames processed at once.
     pub max_in_flight: usize,
     /// Threads of the preparation pool.
@@ -212,6 +217,11 @@ pub fn start(parts: Parts) -> Pipeline {
         last_scene: vec![0; parts.system.num_models()],
         scene: SceneEstimator::new(&parts.system),
         frames_this_epoch: 0,
+        adapt_profile_out: parts.adapt_profile_out,
+        adapt: parts
+            .adapt
+            .as_ref()
+            .map(|c| camdnn_policy::adapt::Adapt::new(&parts.system, c)),
         system: parts.system,
         models: parts.models,
         sources: parts.sources,
@@ -333,6 +343,8 @@ struct Actor {
     /// Estimates the requests of models whose parents have not run yet.
     scene: SceneEstimator,
     frames_this_epoch: u64,
+    adapt: Option<camdnn_policy::adapt::Adapt>,
+    adapt_profile_out: Option<std::path::PathBuf>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
@@ -385,6 +397,16 @@ impl Actor {
         }
         for w in &self.workers {
             let _ = w.send(camdnn_engine::Command::Shutdown);
+        }
+        if let (Some(path), Some(_)) = (&self.adapt_profile_out, &self.adapt) {
+            match std::fs::write(path, self.system.to_spec().to_toml()) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "live estimates written as a profile")
+                }
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "writing the live estimates")
+                }
+            }
         }
     }
 
@@ -538,6 +560,12 @@ impl Actor {
         let now = self.now_ms();
         self.scheduler
             .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
+        if let Some(a) = &mut self.adapt {
+            if a.observe_scene(now, &self.last_scene).is_some() {
+                metrics::counter!("camdnn_adapt_triggers_total").increment(1);
+                self.next_epoch = now; // the scheduler loop runs the step
+            }
+        }
     }
 
     fn prepared(&mut self, p: Prepared) {
@@ -972,6 +1000,7 @@ impl Actor {
             metrics::histogram!("camdnn_batch_exec_vs_profile_ratio", "model" => self.system.models[meta.model.0].name.clone(), "processor" => pname.clone())
                 .record(report.exec_time().as_secs_f64() * 1e3 / planned_ms);
         }
+        self.adapt_to(meta.model, meta.proc, meta.items.len(), &report, now);
         let mut frames_touched = Vec::new();
         let is_root = self.system.models[meta.model.0].parent.is_none();
         let share_us = report.exec_time().as_micros() as u32 / meta.items.len().max(1) as u32;
@@ -1205,7 +1234,27 @@ impl Actor {
     /// The scheduler's global step (camdnn: re-plan residency and batching
     /// for the latest scene, adopted only when it pays for its loads), then
     /// the workers follow the new residency.
+    /// Feeds a finished batch to the live estimates; a detected speed
+    /// change brings the global step forward to now.
+    fn adapt_to(&mut self, i: ModelId, j: ProcId, k: usize, report: &RunReport, now: f64) {
+        let Some(a) = &mut self.adapt else {
+            return;
+        };
+        let exec_ms = report.exec_time().as_secs_f64() * 1e3;
+        if a.observe_batch(&mut self.system, now, i, j, k, exec_ms, None)
+            .is_some()
+        {
+            metrics::counter!("camdnn_adapt_triggers_total").increment(1);
+            self.next_epoch = now;
+        }
+        metrics::gauge!("camdnn_estimate_exec_seconds", "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone())
+            .set(self.system.exec_ms(i, j, 1) / 1e3);
+    }
+
     fn global_step(&mut self, now: f64) {
+        if let Some(a) = &mut self.adapt {
+            a.stepped(now, &self.last_scene);
+        }
         let t0 = Instant::now();
         let frames = (self.frames_this_epoch as f64).max(1.0);
         let out = self.scheduler.on_epoch(

@@ -378,6 +378,18 @@ pub const FAMILIES: &[Family] = &[
         PerProcessor,
     ),
     family(
+        "camdnn_estimate_exec_seconds",
+        Gauge,
+        "Live estimate of one request's run time alone (batch of 1), by model and processor (pipeline.adapt).",
+        PerModelProcessor,
+    ),
+    family(
+        "camdnn_adapt_triggers_total",
+        Counter,
+        "Global steps run early because a processor's speed or the scene mix changed (pipeline.adapt).",
+        Single,
+    ),
+    family(
         "camdnn_global_step_seconds",
         Histogram,
         "Time of one global step (re-planning residency and batching), seconds.",

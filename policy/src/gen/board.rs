@@ -28,6 +28,7 @@ pub fn board(seed: u64) -> SystemSpec {
     let n_procs = 2 + rng.below(4) as usize;
     let max_batch = 4 + rng.below(2) as usize;
     let mut processors = vec![ProcessorSpec {
+        utilisation_cap: None,
         name: "cpu".into(),
         kind: ProcessorKind::Cpu,
         max_resident: 2 + rng.below(3) as usize,
@@ -44,6 +45,7 @@ pub fn board(seed: u64) -> SystemSpec {
             _ => "npu",
         };
         processors.push(ProcessorSpec {
+            utilisation_cap: None,
             name: format!("{name}{j}"),
             kind,
             max_resident: 1 + rng.below(4) as usize,

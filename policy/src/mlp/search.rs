@@ -30,6 +30,8 @@ pub struct Search {
     ready: Vec<f64>,
     count: Vec<usize>,
     mem: Vec<f64>,
+    /// [`System::generation`] the tables were built from.
+    generation: u64,
 }
 
 impl Search {
@@ -65,6 +67,7 @@ impl Search {
             ready: vec![0.0; np],
             count: vec![0; np],
             mem: vec![0.0; np],
+            generation: system.generation(),
         }
     }
 
@@ -186,10 +189,19 @@ impl Search {
         }
     }
 
+    /// Rebuilds the batching tables if `system`'s timings changed since
+    /// (live estimates: [`System::set_pair_timings`]).
+    pub fn refresh(&mut self, system: &System) {
+        if system.generation() != self.generation {
+            *self = Search::new(system);
+        }
+    }
+
     /// Re-batches a feasible plan optimally per pair and improves its split;
     /// `None` when the scene is beyond the tables. The caller keeps whichever
     /// of the two plans has the lower makespan.
     pub fn improve(&mut self, system: &System, input: &PlanInput, plan: &Plan) -> Option<Plan> {
+        self.refresh(system);
         if system.num_models() != self.nm || system.num_processors() != self.np {
             return None;
         }

@@ -7,6 +7,7 @@
 
 mod measure;
 mod rate;
+mod throttle;
 mod trace;
 
 use std::cmp::Ordering;
@@ -14,15 +15,17 @@ use std::collections::BinaryHeap;
 
 pub use measure::{default_deadline_ms, fmt_delay, Accounting, BoundRatio, OfferedDelay};
 pub use rate::{mean_scene, rate_bound, RateBound, OVERLOAD};
+pub use throttle::{throttled_board, windowed_goodput, Throttle};
 pub use trace::{full_scene, Segment, Trace};
 
+use crate::adapt::{Adapt, AdaptConfig, AdaptCounts};
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
 use crate::bound::frame_bound;
 use crate::late_binding::{Batch, Placer};
 use crate::scene::SceneEstimator;
 use crate::schedulers::{Batching, Scheduler};
 use crate::stats::Summary;
-use crate::{Cluster, InputError, ModelId, Placement, System};
+use crate::{Cluster, InputError, ModelId, Placement, ProcId, System};
 
 /// Simulation knobs.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,6 +58,14 @@ pub struct SimConfig {
     /// Time each batch costs its processor beyond t_e: handing it to the
     /// processor's thread and its results back, ms (0 on an ideal board).
     pub batch_overhead_ms: f64,
+    /// Processors slowed by a factor over a time window (DVFS, thermal
+    /// throttling): batches starting inside it take that much longer than
+    /// the profile says, and the scheduler is not told.
+    pub throttles: Vec<Throttle>,
+    /// Live estimates and early global steps ([`crate::adapt`]); `None`:
+    /// the scheduler plans with the profile as given, re-planning on the
+    /// epoch timer only.
+    pub adapt: Option<AdaptConfig>,
 }
 
 impl Default for SimConfig {
@@ -70,6 +81,8 @@ impl Default for SimConfig {
             root_items: 1,
             frame_prep_ms: 0.0,
             batch_overhead_ms: 0.0,
+            throttles: Vec::new(),
+            adapt: None,
         }
     }
 }
@@ -136,6 +149,11 @@ pub struct SimReport {
     pub epoch_loads: u32,
     /// Simulated time from the first frame to the last result, ms.
     pub duration_ms: f64,
+    /// Global steps a detector triggered before the epoch timer (included
+    /// in `epochs`).
+    pub triggered_epochs: u32,
+    /// What adaptation did, when it was on.
+    pub adapt: Option<AdaptCounts>,
 }
 
 impl SimReport {
@@ -219,6 +237,14 @@ enum Kind {
         frame: usize,
         model: ModelId,
     },
+    /// A batch finished: what it really took, for the live estimates.
+    BatchDone {
+        model: ModelId,
+        proc: ProcId,
+        size: usize,
+        exec_ms: f64,
+        load_ms: f64,
+    },
     Timer,
     /// A host with held work behind it is within the horizon of idle.
     Retry,
@@ -261,7 +287,14 @@ struct FrameState {
 }
 
 struct Sim<'a> {
+    /// The board as it really runs (before throttling).
     system: &'a System,
+    /// The profile the scheduler plans with: the given one, refined by live
+    /// estimates when adaptation is on.
+    view: System,
+    adapt: Option<Adapt>,
+    /// When the camera stops, ms (no global step after it).
+    end_of_camera_ms: f64,
     cfg: &'a SimConfig,
     sched: &'a mut dyn Scheduler,
     cluster: Cluster,
@@ -340,6 +373,9 @@ pub fn simulate(
             reason: "must be at least 1",
         });
     }
+    for t in &cfg.throttles {
+        t.validate(system)?;
+    }
     if cfg.crop_threads == 0 {
         return Err(SimError::Config {
             field: "crop_threads",
@@ -357,6 +393,9 @@ pub fn simulate(
     let n_frames = trace.frames();
     let mut sim = Sim {
         system,
+        view: system.clone(),
+        adapt: cfg.adapt.as_ref().map(|a| Adapt::new(system, a)),
+        end_of_camera_ms: n_frames as f64 * 1000.0 / cfg.fps,
         cfg,
         cluster,
         batcher: SyncBatcher::new(wait),
@@ -376,6 +415,8 @@ pub fn simulate(
             epochs: 0,
             epoch_loads: 0,
             duration_ms: 0.0,
+            triggered_epochs: 0,
+            adapt: None,
         },
         sched: scheduler,
         last_scene: full_scene(system, &trace.segments[0].scene),
@@ -417,7 +458,6 @@ pub fn simulate(
     if cfg.epoch_ms > 0.0 {
         sim.push(cfg.epoch_ms, Kind::Epoch);
     }
-    let end_of_camera = n_frames as f64 * period;
     while let Some(ev) = sim.events.pop() {
         match ev.kind {
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
@@ -438,23 +478,49 @@ pub fn simulate(
                 }
             }
             Kind::Epoch => {
-                if ev.t < end_of_camera {
-                    let fpe = cfg.epoch_ms * cfg.fps / 1000.0;
-                    let out =
-                        sim.sched
-                            .on_epoch(system, &mut sim.cluster, ev.t, &sim.last_scene, fpe);
-                    sim.report.loads += out.loads;
-                    sim.report.epoch_loads += out.loads;
-                    sim.report.epochs += 1;
+                if ev.t < sim.end_of_camera_ms {
+                    sim.global_step(ev.t);
                     sim.push(ev.t + cfg.epoch_ms, Kind::Epoch);
+                }
+            }
+            Kind::BatchDone {
+                model,
+                proc,
+                size,
+                exec_ms,
+                load_ms,
+            } => {
+                let load = (load_ms > 0.0).then_some(load_ms);
+                let due = sim.adapt.as_mut().and_then(|a| {
+                    a.observe_batch(&mut sim.view, ev.t, model, proc, size, exec_ms, load)
+                });
+                if due.is_some() && ev.t < sim.end_of_camera_ms {
+                    sim.report.triggered_epochs += 1;
+                    sim.global_step(ev.t);
                 }
             }
         }
     }
+    sim.report.adapt = sim.adapt.as_ref().map(Adapt::counts);
     Ok(sim.report)
 }
 
 impl Sim<'_> {
+    /// The scheduler's global step at `now` for the latest scene, with the
+    /// epoch's frames (the timer's or a detector's).
+    fn global_step(&mut self, now: f64) {
+        let fpe = self.cfg.epoch_ms.max(1.0) * self.cfg.fps / 1000.0;
+        let out = self
+            .sched
+            .on_epoch(&self.view, &mut self.cluster, now, &self.last_scene, fpe);
+        self.report.loads += out.loads;
+        self.report.epoch_loads += out.loads;
+        self.report.epochs += 1;
+        if let Some(a) = &mut self.adapt {
+            a.stepped(now, &self.last_scene);
+        }
+    }
+
     fn push(&mut self, t: f64, kind: Kind) {
         self.seq += 1;
         self.events.push(Event {
@@ -481,7 +547,7 @@ impl Sim<'_> {
         }
         self.report.frames[f].bound_ms = self.last_bound.as_ref().map_or(f64::NAN, |b| b.2);
         let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
-        let held = self.placer.held_work_ms(self.system);
+        let held = self.placer.held_work_ms(&self.view);
         if self
             .system
             .proc_ids()
@@ -515,10 +581,10 @@ impl Sim<'_> {
     /// A placing round of [`Placer`] (the daemon's scheduler thread runs the
     /// same), then a retry for what stays held.
     fn release_held(&mut self, now: f64) -> Result<(), SimError> {
-        self.placer.start_round(self.system);
+        self.placer.start_round(&self.view);
         while let Some(next) =
             self.placer
-                .next_batch(self.system, &mut self.cluster, &mut *self.sched, now)
+                .next_batch(&self.view, &mut self.cluster, &mut *self.sched, now)
         {
             let (batch, placement) = next.map_err(|e| SimError::NoHost {
                 scheduler: self.report.scheduler.clone(),
@@ -526,7 +592,7 @@ impl Sim<'_> {
             })?;
             self.record_batch(batch, placement);
         }
-        let wake = self.placer.wake_ms(self.system, &self.cluster, now);
+        let wake = self.placer.wake_ms(&self.view, &self.cluster, now);
         if wake.is_finite() && (self.next_retry <= now || wake < self.next_retry) {
             self.next_retry = wake;
             self.push(wake, Kind::Retry);
@@ -538,7 +604,31 @@ impl Sim<'_> {
     /// hand-over cost.
     fn record_batch(&mut self, b: Batch, mut p: Placement) {
         let (f, i, j, k) = (b.frame as usize, b.model, b.proc, b.size);
-        if self.cfg.batch_overhead_ms > 0.0 {
+        if !self.cfg.throttles.is_empty() || self.adapt.is_some() {
+            // The batch really takes the board's times, throttled, not the
+            // times the scheduler expected.
+            let factor = Throttle::factor(&self.cfg.throttles, j, p.start_ms);
+            let load = if p.load_ms > 0.0 {
+                self.system.load_ms(i, j) * factor
+            } else {
+                0.0
+            };
+            let exec = self.system.exec_ms(i, j, k) * factor;
+            let mark = self.cluster.finish_mark(j, p.finish_ms);
+            p.load_ms = load;
+            p.finish_ms = p.start_ms + load + exec + self.cfg.batch_overhead_ms;
+            self.cluster.correct_finish(mark, p.finish_ms);
+            if self.adapt.is_some() {
+                let done = Kind::BatchDone {
+                    model: i,
+                    proc: j,
+                    size: k,
+                    exec_ms: exec,
+                    load_ms: load,
+                };
+                self.push(p.finish_ms, done);
+            }
+        } else if self.cfg.batch_overhead_ms > 0.0 {
             // The processor is held for the overhead too, as a real
             // executor's correction of rem_j would show.
             let mark = self.cluster.finish_mark(j, p.finish_ms);
@@ -569,6 +659,7 @@ impl Sim<'_> {
 
     fn model_done(&mut self, now: f64, f: usize, i: ModelId) {
         let system = self.system;
+        let mut step_due = false;
         let fs = self.frames[f]
             .as_mut()
             .expect("a model finished for a live frame");
@@ -579,7 +670,12 @@ impl Sim<'_> {
             // models estimated.
             self.last_scene = self.scene.scene(system, &fs.scene, self.cfg.root_items);
             self.sched
-                .observe_scene(system, &self.cluster, now, &self.last_scene);
+                .observe_scene(&self.view, &self.cluster, now, &self.last_scene);
+            step_due = self
+                .adapt
+                .as_mut()
+                .and_then(|a| a.observe_scene(now, &self.last_scene))
+                .is_some();
         }
         // Release the children's requests, crops prepared in parallel,
         // interleaving the children round-robin.
@@ -611,13 +707,18 @@ impl Sim<'_> {
         for (t, c) in releases {
             self.push(t, Kind::Ready { frame: f, model: c });
         }
+        if step_due && now < self.end_of_camera_ms {
+            // The scene mix changed lastingly: re-plan before the epoch timer.
+            self.report.triggered_epochs += 1;
+            self.global_step(now);
+        }
     }
 
     fn ready(&mut self, now: f64, f: usize, i: ModelId) -> Result<(), SimError> {
         match self.sched.batching() {
             Batching::PerRequest => self.dispatch(now, f, i, 1),
             Batching::SyncTimer { wait_ms } => {
-                let target = self.sched.batch_target(self.system, &self.cluster, i);
+                let target = self.sched.batch_target(&self.view, &self.cluster, i);
                 match self.batcher.arrive(now, f as u64, i, target) {
                     Some(fl) => self.flush(now, fl),
                     None => {

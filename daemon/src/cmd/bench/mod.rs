@@ -1330,6 +1330,8 @@ fn simulate_frames(
         root_items: host.root_items,
         frame_prep_ms: host.frame_prep_ms,
         batch_overhead_ms: host.batch_overhead_ms,
+        throttles: Vec::new(),
+        adapt: None,
     };
     Ok(simulate(system, s.as_mut(), trace, &sim_cfg)?)
 }

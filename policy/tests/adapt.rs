@@ -1,0 +1,123 @@
+//! Adapting while running, in the simulator: a utilisation cap is never
+//! exceeded, a throttled processor is detected (slow-down and recovery) and
+//! triggers global steps, and the live estimates follow the board.
+
+use camdnn_policy::adapt::AdaptConfig;
+use camdnn_policy::schedulers;
+use camdnn_policy::sim::{simulate, SimConfig, SimReport, Throttle, Trace};
+use camdnn_policy::spec::SystemSpec;
+use camdnn_policy::{ProcId, System};
+
+const RB5: &str = include_str!("../../config/profiles/rb5.toml");
+
+fn run(system: &System, name: &str, cfg: &SimConfig) -> SimReport {
+    let mut s = schedulers::by_name(system, name, 5.0).expect("a known scheduler");
+    simulate(system, s.as_mut(), &Trace::paper_fig11(), cfg).expect("the run completes")
+}
+
+#[test]
+fn no_scheduler_exceeds_a_utilisation_cap() {
+    let free = System::from_toml(RB5).expect("rb5 is valid");
+    for name in ["camdnn-greedy", "camdnn-local", "heft", "cq"] {
+        for cfg in [SimConfig::default(), SimConfig::default().no_drop()] {
+            let uncapped = run(&free, name, &cfg).utilisation();
+            // Cap the busiest unit at half of what it did uncapped.
+            let (j, u) = uncapped
+                .iter()
+                .copied()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("processors");
+            let cap = (u / 2.0).max(0.05);
+            let mut spec = SystemSpec::from_toml(RB5).expect("rb5 parses");
+            spec.processors[j].utilisation_cap = Some(cap);
+            let capped = System::from_spec(&spec).expect("a cap in (0, 1] is valid");
+            let r = run(&capped, name, &cfg);
+            let got = r.utilisation()[j];
+            assert!(
+                got <= cap * 1.01,
+                "{name}: {} busy {:.1}% over a cap of {:.1}% (uncapped {:.1}%)",
+                capped.processors[j].name,
+                got * 100.0,
+                cap * 100.0,
+                u * 100.0
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cap_outside_zero_to_one_is_refused() {
+    for bad in ["0.0", "1.5", "-0.2", "nan"] {
+        let text = RB5.replacen(
+            "name = \"gpu\"",
+            &format!("name = \"gpu\"\nutilisation_cap = {bad}"),
+            1,
+        );
+        let e = System::from_toml(&text).expect_err(bad).to_string();
+        assert!(e.contains("utilisation_cap"), "{e}");
+    }
+}
+
+#[test]
+fn a_throttled_processor_is_detected_both_ways_and_re_planned_for() {
+    let system = System::from_toml(RB5).expect("rb5 is valid");
+    let gpu = system.proc_by_name("gpu").expect("rb5 has a gpu");
+    let throttles = vec![Throttle {
+        proc: gpu,
+        factor: 2.0,
+        from_ms: 20_000.0,
+        until_ms: 40_000.0,
+    }];
+    let cfg = SimConfig {
+        throttles: throttles.clone(),
+        adapt: Some(AdaptConfig::default()),
+        ..SimConfig::default()
+    };
+    let adapting = run(&system, "camdnn-greedy", &cfg);
+    let counts = adapting.adapt.expect("adaptation was on");
+    assert!(
+        counts.drifts >= 2,
+        "slow-down and recovery both detected: {counts:?}"
+    );
+    assert!(
+        adapting.triggered_epochs >= 2,
+        "{}",
+        adapting.triggered_epochs
+    );
+    // Without adaptation nothing is triggered, and the GPU works longer
+    // than the profile says, so the throttle was really applied.
+    let blind = run(
+        &system,
+        "camdnn-greedy",
+        &SimConfig {
+            throttles,
+            ..SimConfig::default()
+        },
+    );
+    assert_eq!(blind.triggered_epochs, 0);
+    assert!(blind.adapt.is_none());
+    let nominal = run(&system, "camdnn-greedy", &SimConfig::default());
+    assert!(blind.busy_ms[gpu.0] > nominal.busy_ms[gpu.0] * 1.1);
+}
+
+#[test]
+fn without_throttles_or_adaptation_the_simulator_is_unchanged() {
+    let system = System::from_toml(RB5).expect("rb5 is valid");
+    let a = run(&system, "camdnn-greedy", &SimConfig::default());
+    let b = run(&system, "camdnn-greedy", &SimConfig::default());
+    assert_eq!(a, b);
+    // A throttle of factor 1 changes no frame's fate.
+    let one = SimConfig {
+        throttles: vec![Throttle {
+            proc: ProcId(1),
+            factor: 1.0,
+            from_ms: 0.0,
+            until_ms: f64::INFINITY,
+        }],
+        ..SimConfig::default()
+    };
+    let c = run(&system, "camdnn-greedy", &one);
+    assert_eq!(a.frames.len(), c.frames.len());
+    assert_eq!(a.accounting(142.0).on_time, c.accounting(142.0).on_time);
+}
