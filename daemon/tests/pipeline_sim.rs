@@ -200,10 +200,10 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
     let mut cfg = config();
     for m in &mut cfg.pipeline.models {
         // Run 1 is the start-up warm-up where the model is resident at start;
-        // the second run of a model on a processor hangs for 5 s.
+        // the second run of a model on a processor hangs for 20 s.
         m.sim_faults = Some(SimFaults {
             stall_on_runs: vec![2],
-            stall_ms: 5000,
+            stall_ms: 20_000,
             ..SimFaults::default()
         });
     }
@@ -217,8 +217,18 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
         .build()
         .unwrap();
     rt.block_on(async move { drop(built) });
+    // A spawned thread names itself once it runs, a moment after the spawn
+    // returned: look for up to 10 s, well inside the 20 s the stuck worker
+    // keeps the teardown waiting.
+    let named = (0..1000).any(|_| {
+        let found = thread_names().iter().any(|n| n == "camdnn-teardown");
+        if !found {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        found
+    });
     assert!(
-        thread_names().iter().any(|n| n == "camdnn-teardown"),
+        named,
         "the drop returned while the teardown still waits for the stuck worker: {:?}",
         thread_names()
     );
