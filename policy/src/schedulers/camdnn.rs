@@ -22,19 +22,69 @@
 //!   Algorithm 1;
 //! - adoption evicted the models a plan did not use: they now stay while
 //!   their slot is free ([`keep_idle_residents`]); and start-up, whose loads
-//!   are free, fills free slots ([`super::fill_free_slots`]).
+//!   are free, fills free slots ([`super::fill_free_slots`]);
+//! - a plan judged by one frame's makespan on idle units (or by the stream's
+//!   bottleneck, [`beats`]) still lost to Algorithm 1 alone on boards nobody
+//!   tuned to (22 of 186 suite cases, worst 0.750x): the model is not the
+//!   pipeline. The global step now replays the scenes of the last
+//!   [`HISTORY`] epochs with the simulator from the cluster's present state
+//!   (queues, residency, the loads a choice starts) under each choice ([`Mode`]:
+//!   the new plan, the searched stay plan, Algorithm 1 with either host
+//!   rule, the static-DIST mapping) and keeps the current choice unless
+//!   another is clearly better on frames on time, then delay. Before the
+//!   first step camdnn is `camdnn-local`.
 
-use super::{Batching, EpochOutcome, LocalDispatcher, Scheduler};
+use super::{Batching, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
+use crate::sim::{default_deadline_ms, simulate_from, Segment, SimConfig, Trace};
 use crate::{
-    repair, Cluster, Detector, GlobalPolicy, HostRule, ModelId, Plan, PlanInput, ProcId, System,
+    choose_host, repair, Cluster, Detector, GlobalPolicy, HostRule, ModelId, Plan, PlanInput,
+    ProcId, System,
 };
 
 /// Local dispatcher plus a [`GlobalPolicy`] every epoch.
 pub struct Camdnn<G: GlobalPolicy> {
-    local: LocalDispatcher,
     global: G,
     name: String,
+    follow: Follow,
+    /// The scenes (request models only, in the system's order) of the frames
+    /// seen since the last global step: the window every choice is
+    /// evaluated on.
+    window: Vec<Vec<u32>>,
+    /// The windows of the last [`HISTORY`] epochs, oldest first, each
+    /// padded to the epoch's offered frames: what a choice is replayed on.
+    history: Vec<Vec<Vec<u32>>>,
+    /// When the last global step ran, ms (0 before the first).
+    last_epoch_ms: f64,
+    /// The mode before the first global step.
+    start: Mode,
+    /// Global steps taken, and how many kept each kind of choice
+    /// ([`Camdnn::choices`]).
+    choices: [u32; 5],
+}
+
+/// How the dispatcher places requests between two global steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Follow the plan's split of each frame (re-split over the current
+    /// residency when the scene changes), Algorithm 1 past it.
+    Plan,
+    /// Algorithm 1 alone with this host rule.
+    Local(HostRule),
+    /// Every model on its static-DIST host ([`super::Fixed::static_dist`]),
+    /// whatever the scene: no loads while the scene moves.
+    Static,
+}
+
+/// The dispatching half of [`Camdnn`]: the plan it follows (or the local
+/// rule it uses instead) and the current frame's quota. Cloned to evaluate a
+/// choice on the recent window.
+#[derive(Clone, Debug)]
+struct Follow {
+    local: LocalDispatcher,
+    /// The static-DIST mapping, built at the first global step.
+    fixed: Option<Fixed>,
+    mode: Mode,
     plan: Option<Plan>,
     resplit: Option<Search>,
     /// Requests of the current frame the plan still puts on each (i, j),
@@ -46,8 +96,6 @@ pub struct Camdnn<G: GlobalPolicy> {
     /// The plan's makespan when it was made, ms: a planned host whose queue
     /// alone is longer has fallen behind the plan.
     plan_makespan: f64,
-    /// When the last global step ran, ms (0 before the first).
-    last_epoch_ms: f64,
 }
 
 impl<G: GlobalPolicy> Camdnn<G> {
@@ -55,16 +103,33 @@ impl<G: GlobalPolicy> Camdnn<G> {
     pub fn new(global: G, wait_ms: f64) -> Self {
         let name = format!("camdnn-{}", global.name());
         Camdnn {
-            local: LocalDispatcher::new(HostRule::PerRequest, wait_ms),
             global,
             name,
-            plan: None,
-            resplit: None,
-            quota: Vec::new(),
-            plan_residency: Vec::new(),
-            plan_makespan: f64::INFINITY,
+            follow: Follow {
+                local: LocalDispatcher::new(HostRule::PerRequest, wait_ms),
+                fixed: None,
+                mode: Mode::Plan,
+                plan: None,
+                resplit: None,
+                quota: Vec::new(),
+                plan_residency: Vec::new(),
+                plan_makespan: f64::INFINITY,
+            },
+            window: Vec::new(),
+            history: Vec::new(),
             last_epoch_ms: 0.0,
+            start: Mode::Local(HostRule::PerRequest),
+            choices: [0; 5],
         }
+    }
+
+    /// The same scheduler starting in `mode` until its first global step
+    /// (default: Algorithm 1 alone). [`Mode::Plan`] starts from the paper's
+    /// initialisation, the global policy's plan for one request of each
+    /// model on idle processors.
+    pub fn starting_in(mut self, mode: Mode) -> Self {
+        self.start = mode;
+        self
     }
 
     /// The same scheduler under another report name.
@@ -81,9 +146,23 @@ impl<G: GlobalPolicy> Camdnn<G> {
     /// The plan the dispatcher follows (last global step, or its re-split
     /// for the latest scene), if any.
     pub fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
+        self.follow.plan.as_ref()
     }
 
+    /// How the dispatcher places requests until the next global step.
+    pub fn mode(&self) -> Mode {
+        self.follow.mode
+    }
+
+    /// Global steps that chose, in order: the new plan, the searched stay
+    /// plan, Algorithm 1 with the paper's rule, Algorithm 1 with the
+    /// earliest-finish rule, the static-DIST mapping.
+    pub fn choices(&self) -> [u32; 5] {
+        self.choices
+    }
+}
+
+impl Follow {
     /// Re-splits the work of `scene` over the current residency (no loads).
     fn resplit_for(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
         let rem = cluster.rem_all(now);
@@ -98,10 +177,94 @@ impl<G: GlobalPolicy> Camdnn<G> {
         }
         let search = self.resplit.get_or_insert_with(|| Search::new(system));
         if let Some(plan) = stay_split(system, &input, search) {
-            self.plan_makespan = plan.makespan_ms(system, &input, Detector::fastest(system));
-            self.plan = Some(plan);
-            self.plan_residency.clear();
-            self.plan_residency.extend_from_slice(cluster.residency());
+            self.set_plan(system, cluster, &input, plan);
+        }
+    }
+
+    /// Follows `plan`, made for `input` over the cluster's current residency.
+    fn set_plan(&mut self, system: &System, cluster: &Cluster, input: &PlanInput, plan: Plan) {
+        self.plan_makespan = plan.makespan_ms(system, input, Detector::fastest(system));
+        self.plan = Some(plan);
+        self.plan_residency.clear();
+        self.plan_residency.extend_from_slice(cluster.residency());
+    }
+}
+
+impl Scheduler for Follow {
+    fn name(&self) -> String {
+        "camdnn-follow".into()
+    }
+
+    fn batching(&self) -> Batching {
+        self.local.batching()
+    }
+
+    fn place(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Option<(ProcId, usize)> {
+        match (self.mode, &mut self.fixed) {
+            (Mode::Local(rule), _) => {
+                return choose_host(system, cluster, rule, now, i, waiting)
+                    .map(|d| (d.proc, d.batch))
+            }
+            (Mode::Static, Some(fixed)) => return fixed.place(system, cluster, now, i, waiting),
+            _ => {}
+        }
+        let behind = self.plan_makespan;
+        if let Some((j, k)) = planned_host(system, cluster, &self.quota, now, i, waiting, behind) {
+            let q = &mut self.quota[i.0 * system.num_processors() + j.0];
+            *q = q.saturating_sub(k as u32);
+            return Some((j, k));
+        }
+        self.local.place(system, cluster, now, i, waiting)
+    }
+
+    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
+        match (self.mode, &self.fixed) {
+            (Mode::Local(_), _) => return super::best_resident_batch(system, cluster, i),
+            (Mode::Static, Some(fixed)) => return fixed.batch_target(system, cluster, i),
+            _ => {}
+        }
+        let np = system.num_processors();
+        system
+            .proc_ids()
+            .filter(|&j| cluster.is_resident(i, j))
+            .filter_map(|j| {
+                let q = *self.quota.get(i.0 * np + j.0)? as usize;
+                (q > 0).then(|| crate::preferred_fitting(system, i, j, q))
+            })
+            .max()
+            .unwrap_or_else(|| super::best_resident_batch(system, cluster, i))
+    }
+
+    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
+        if self.mode != Mode::Plan {
+            return;
+        }
+        let matches = self
+            .plan
+            .as_ref()
+            .is_some_and(|p| system.request_models().all(|i| p.served(i) == scene[i.0]))
+            && self.plan_residency == cluster.residency();
+        if !matches {
+            self.resplit_for(system, cluster, now, scene);
+        }
+        let np = system.num_processors();
+        self.quota.clear();
+        self.quota.resize(system.num_models() * np, 0);
+        if let Some(plan) = &self.plan {
+            for i in system.request_models() {
+                if plan.served(i) == scene[i.0] {
+                    for j in system.proc_ids() {
+                        self.quota[i.0 * np + j.0] = plan.served_on(i, j);
+                    }
+                }
+            }
         }
     }
 }
@@ -152,17 +315,88 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
     out
 }
 
+/// Epochs of scenes a choice is replayed on: one epoch's past overfits (a
+/// mapping that suited the last dominant type fails on the next one).
+pub const HISTORY: usize = 3;
+
+/// How a choice did on the recent window: frames on time (more is better),
+/// then the sum of delays with a miss counted as twice the deadline (less
+/// is better).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Score {
+    on_time: usize,
+    cost_ms: f64,
+}
+
+impl Score {
+    /// Clearly better than `other` over a window of `frames`: at least 2 %
+    /// of the frames (one at least) more on time, or as many and at least
+    /// 5 % less delay. The margins keep the incumbent on noise: the window
+    /// is the past, the choice is for the future.
+    fn beats(&self, other: &Score, frames: usize) -> bool {
+        let margin = (frames / 50).max(1);
+        self.on_time >= other.on_time + margin
+            || (self.on_time >= other.on_time && self.cost_ms < other.cost_ms * 0.95)
+    }
+}
+
+/// Replays `window` (scenes, one per frame) from the cluster's present state
+/// with `follow` dispatching, frames every `period_ms`.
+fn replay(
+    system: &System,
+    follow: &mut Follow,
+    cluster: Cluster,
+    now: f64,
+    window: &[Vec<u32>],
+    period_ms: f64,
+) -> Option<Score> {
+    let mut segments: Vec<Segment> = Vec::new();
+    for scene in window {
+        match segments.last_mut() {
+            Some(seg) if &seg.scene == scene => seg.frames += 1,
+            _ => segments.push(Segment {
+                frames: 1,
+                scene: scene.clone(),
+            }),
+        }
+    }
+    let cfg = SimConfig {
+        fps: 1000.0 / period_ms,
+        epoch_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let trace = Trace { segments };
+    let report = simulate_from(system, follow, &trace, &cfg, cluster, now).ok()?;
+    let deadline = default_deadline_ms(cfg.fps);
+    let mut score = Score {
+        on_time: 0,
+        cost_ms: 0.0,
+    };
+    for f in &report.frames {
+        match f.delay_ms {
+            Some(d) if d <= deadline => {
+                score.on_time += 1;
+                score.cost_ms += d;
+            }
+            Some(d) => score.cost_ms += d.min(2.0 * deadline),
+            None => score.cost_ms += 2.0 * deadline,
+        }
+    }
+    Some(score)
+}
+
 impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     fn name(&self) -> String {
         self.name.clone()
     }
 
     fn batching(&self) -> Batching {
-        self.local.batching()
+        self.follow.batching()
     }
 
     /// Follows the plan's split of the current frame while it has quota
-    /// left for model i, else Algorithm 1.
+    /// left for model i, else Algorithm 1 (or Algorithm 1 alone when the
+    /// global step chose a local rule).
     fn place(
         &mut self,
         system: &System,
@@ -171,66 +405,47 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         i: ModelId,
         waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        let behind = self.plan_makespan;
-        if let Some((j, k)) = planned_host(system, cluster, &self.quota, now, i, waiting, behind) {
-            let q = &mut self.quota[i.0 * system.num_processors() + j.0];
-            *q = q.saturating_sub(k as u32);
-            return Some((j, k));
-        }
-        self.local.place(system, cluster, now, i, waiting)
+        self.follow.place(system, cluster, now, i, waiting)
     }
 
     /// The largest batch the plan still has for model i in this frame
     /// (the dispatcher's own target when the plan has none left).
     fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
-        let np = system.num_processors();
-        system
-            .proc_ids()
-            .filter(|&j| cluster.is_resident(i, j))
-            .filter_map(|j| {
-                let q = *self.quota.get(i.0 * np + j.0)? as usize;
-                (q > 0).then(|| crate::preferred_fitting(system, i, j, q))
-            })
-            .max()
-            .unwrap_or_else(|| super::best_resident_batch(system, cluster, i))
+        self.follow.batch_target(system, cluster, i)
     }
 
-    /// The paper's initialisation: the global step's plan for one request of
-    /// each model on idle processors, loaded for free.
+    /// Until the first global step has a window to judge by, camdnn is in
+    /// its starting mode: by default Algorithm 1 alone from its start-up
+    /// residency (the fastest hosts, free slots filled), exactly
+    /// `camdnn-local`; see [`Camdnn::starting_in`].
     fn initial_plan(&mut self, system: &System) -> Plan {
-        let global = &mut self.global;
-        let plan = super::start_plan(system, |input| global.plan(system, input));
-        self.plan = Some(plan.clone());
-        self.plan_residency.clear();
-        super::fill_free_slots(system, &plan)
+        self.follow.mode = self.start;
+        self.follow.plan_residency.clear();
+        if self.start == Mode::Plan {
+            let global = &mut self.global;
+            let plan = super::start_plan(system, |input| global.plan(system, input));
+            self.follow.plan = Some(plan.clone());
+            return super::fill_free_slots(system, &plan);
+        }
+        self.follow.plan = None;
+        super::fill_free_slots(system, &super::fastest_hosts(system))
     }
 
     /// A frame whose scene differs from the plan's gets the plan re-split
     /// for it over the current residency (no loads), and the frame's quota
-    /// per (model, host) is taken from the plan.
+    /// per (model, host) is taken from the plan. The scene joins the window.
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
-        let matches = self
-            .plan
-            .as_ref()
-            .is_some_and(|p| system.request_models().all(|i| p.served(i) == scene[i.0]))
-            && self.plan_residency == cluster.residency();
-        if !matches {
-            self.resplit_for(system, cluster, now, scene);
-        }
-        let np = system.num_processors();
-        self.quota.clear();
-        self.quota.resize(system.num_models() * np, 0);
-        if let Some(plan) = &self.plan {
-            for i in system.request_models() {
-                if plan.served(i) == scene[i.0] {
-                    for j in system.proc_ids() {
-                        self.quota[i.0 * np + j.0] = plan.served_on(i, j);
-                    }
-                }
-            }
-        }
+        self.window
+            .push(system.request_models().map(|i| scene[i.0]).collect());
+        self.follow.observe_scene(system, cluster, now, scene);
     }
 
+    /// The global step: the policy's plan for the latest scene, the searched
+    /// stay plan, and Algorithm 1 alone (both host rules) are each replayed
+    /// on the frames seen since the last step, from the cluster's present
+    /// state (queues, residency, the new plan's loads); the best is kept
+    /// for the next epoch, the current choice unless another is clearly
+    /// better. Without a window, the plans are compared by [`beats`].
     fn on_epoch(
         &mut self,
         system: &System,
@@ -239,6 +454,22 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         scene: &[u32],
         frames_per_epoch: f64,
     ) -> EpochOutcome {
+        let mut window = std::mem::take(&mut self.window);
+        // Frames dropped before their detector ran were never observed:
+        // each observed scene stands for its share of the epoch's frames.
+        let offered = frames_per_epoch.round() as usize;
+        if !window.is_empty() && window.len() < offered {
+            window = (0..offered)
+                .map(|k| window[k * window.len() / offered].clone())
+                .collect();
+        }
+        if !window.is_empty() {
+            self.history.push(window);
+            if self.history.len() > HISTORY {
+                self.history.remove(0);
+            }
+        }
+        let window: Vec<Vec<u32>> = self.history.concat();
         let rem = cluster.rem_all(now);
         let residency = cluster.residency().to_vec();
         let input = PlanInput {
@@ -247,32 +478,92 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             residency: &residency,
             frames_per_epoch,
         };
-        let Ok(new) = repair(system, &input, &self.global.plan(system, &input)) else {
-            return EpochOutcome::default();
-        };
-        let detector = Detector::fastest(system);
         // The frame period, from the epoch's length and its frames.
         let period = (now - self.last_epoch_ms) / frames_per_epoch.max(1.0);
         self.last_epoch_ms = now;
-        // Like with like: the new plan was searched, so is the stay plan.
-        // Loads are in the new plan's work amortised over the epoch, so a
-        // better plan pays for its loads over the epoch.
-        let search = self.resplit.get_or_insert_with(|| Search::new(system));
+        let Ok(new) = repair(system, &input, &self.global.plan(system, &input)) else {
+            return EpochOutcome::default();
+        };
+        let f = &mut self.follow;
+        let search = f.resplit.get_or_insert_with(|| Search::new(system));
         let stay = stay_split(system, &input, search);
-        let adopt = match &stay {
-            Some(stay) => beats(system, &input, &new, stay, period),
-            None => true,
+        let fixed = f
+            .fixed
+            .get_or_insert_with(|| Fixed::static_dist(system, f.local.wait_ms()));
+        let mut pinned = Plan::empty(system);
+        for i in system.model_ids() {
+            pinned.set_resident(i, fixed.host(i), true);
+        }
+        // Candidates: (choice index, residency to load, mode, plan).
+        let mut candidates: Vec<(usize, Option<Plan>, Mode, Option<Plan>)> = vec![
+            (
+                0,
+                Some(keep_idle_residents(system, &input, &new)),
+                Mode::Plan,
+                Some(new.clone()),
+            ),
+            (1, None, Mode::Plan, stay.clone()),
+            (2, None, Mode::Local(HostRule::PerRequest), stay.clone()),
+            (3, None, Mode::Local(HostRule::FinishTime), stay.clone()),
+            (
+                4,
+                Some(keep_idle_residents(system, &input, &pinned)),
+                Mode::Static,
+                stay.clone(),
+            ),
+        ];
+        if stay.is_none() {
+            candidates.retain(|c| c.0 == 0);
+        }
+        let incumbent = match f.mode {
+            Mode::Plan => 1,
+            Mode::Local(HostRule::PerRequest) => 2,
+            Mode::Local(HostRule::FinishTime) => 3,
+            Mode::Static => 4,
         };
-        let loads = if adopt {
-            cluster.apply_residency(system, now, &keep_idle_residents(system, &input, &new))
+        let choice = if window.is_empty() || period <= 0.0 || !period.is_finite() {
+            match &stay {
+                Some(stay) if !beats(system, &input, &new, stay, period) => incumbent.max(1),
+                _ => 0,
+            }
         } else {
-            0
+            let mut best: Option<(usize, Score)> = None;
+            // The incumbent first, so a tie keeps it.
+            candidates.sort_by_key(|c| c.0 != incumbent);
+            for (idx, load, mode, plan) in &candidates {
+                let mut probe = f.clone();
+                let mut c = cluster.clone();
+                if let Some(residency) = load {
+                    c.apply_residency(system, now, residency);
+                }
+                probe.mode = *mode;
+                if let Some(plan) = plan.clone() {
+                    probe.set_plan(system, &c, &input, plan);
+                }
+                let Some(score) = replay(system, &mut probe, c, now, &window, period) else {
+                    continue;
+                };
+                if best
+                    .as_ref()
+                    .is_none_or(|b| score.beats(&b.1, window.len()))
+                {
+                    best = Some((*idx, score));
+                }
+            }
+            best.map_or(incumbent, |b| b.0)
         };
-        let plan = if adopt { new } else { stay.unwrap_or(new) };
-        self.plan_makespan = plan.makespan_ms(system, &input, detector);
-        self.plan = Some(plan);
-        self.plan_residency.clear();
-        self.plan_residency.extend_from_slice(cluster.residency());
+        self.choices[choice] += 1;
+        let (_, load, mode, plan) = candidates.into_iter().find(|c| c.0 == choice).unwrap_or((
+            0,
+            None,
+            Mode::Plan,
+            Some(new),
+        ));
+        let loads = load.map_or(0, |r| cluster.apply_residency(system, now, &r));
+        f.mode = mode;
+        if let Some(plan) = plan {
+            f.set_plan(system, cluster, &input, plan);
+        }
         EpochOutcome {
             loads,
             step_ms: 0.0,

@@ -16,6 +16,11 @@ impl LocalDispatcher {
     pub fn new(rule: HostRule, wait_ms: f64) -> Self {
         LocalDispatcher { rule, wait_ms }
     }
+
+    /// The sync timer's WaitTime, ms.
+    pub fn wait_ms(&self) -> f64 {
+        self.wait_ms
+    }
 }
 
 impl Scheduler for LocalDispatcher {

@@ -8,7 +8,7 @@ mod heft;
 mod local;
 mod ltf;
 
-pub use camdnn::{beats, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner};
+pub use camdnn::{beats, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner, Mode};
 pub use cq::CentralQueue;
 pub use fixed::Fixed;
 pub use heft::Heft;

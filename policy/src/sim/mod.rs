@@ -322,6 +322,31 @@ pub fn simulate(
     trace: &Trace,
     cfg: &SimConfig,
 ) -> Result<SimReport, SimError> {
+    run(system, scheduler, trace, cfg, None)
+}
+
+/// Runs `scheduler` over `trace` from a cluster already in use at
+/// `start_ms` (its residency and queued work), the first frame arriving at
+/// `start_ms`: a look-ahead from the present state, as a global step
+/// evaluates a choice. The scheduler's initial plan is not asked for.
+pub fn simulate_from(
+    system: &System,
+    scheduler: &mut dyn Scheduler,
+    trace: &Trace,
+    cfg: &SimConfig,
+    cluster: Cluster,
+    start_ms: f64,
+) -> Result<SimReport, SimError> {
+    run(system, scheduler, trace, cfg, Some((cluster, start_ms)))
+}
+
+fn run(
+    system: &System,
+    scheduler: &mut dyn Scheduler,
+    trace: &Trace,
+    cfg: &SimConfig,
+    start: Option<(Cluster, f64)>,
+) -> Result<SimReport, SimError> {
     let adapted = scheduler.system_override(system);
     let system = adapted.as_ref().unwrap_or(system);
     trace.validate(system)?;
@@ -387,15 +412,21 @@ pub fn simulate(
         Batching::SyncTimer { wait_ms } => wait_ms,
         _ => 0.0,
     };
-    let mut cluster = Cluster::new(system);
-    let initial = scheduler.initial_plan(system);
-    cluster.preload(system, &initial);
+    let (cluster, t0) = match start {
+        Some(start) => start,
+        None => {
+            let mut cluster = Cluster::new(system);
+            let initial = scheduler.initial_plan(system);
+            cluster.preload(system, &initial);
+            (cluster, 0.0)
+        }
+    };
     let n_frames = trace.frames();
     let mut sim = Sim {
         system,
         view: system.clone(),
         adapt: cfg.adapt.as_ref().map(|a| Adapt::new(system, a)),
-        end_of_camera_ms: n_frames as f64 * 1000.0 / cfg.fps,
+        end_of_camera_ms: t0 + n_frames as f64 * 1000.0 / cfg.fps,
         cfg,
         cluster,
         batcher: SyncBatcher::new(wait),
@@ -433,7 +464,7 @@ pub fn simulate(
             scene[root.0] = cfg.root_items;
         }
         for _ in 0..seg.frames {
-            let arrival = f as f64 * period;
+            let arrival = t0 + f as f64 * period;
             sim.report.frames.push(FrameOutcome {
                 arrival_ms: arrival,
                 delay_ms: None,
@@ -456,7 +487,7 @@ pub fn simulate(
         }
     }
     if cfg.epoch_ms > 0.0 {
-        sim.push(cfg.epoch_ms, Kind::Epoch);
+        sim.push(t0 + cfg.epoch_ms, Kind::Epoch);
     }
     while let Some(ev) = sim.events.pop() {
         match ev.kind {
