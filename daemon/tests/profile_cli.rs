@@ -162,23 +162,45 @@ fn bench_compares_every_contender_and_the_simulator_on_the_profile() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stdout = bench(&cfg, dir.path(), &["--json"]);
-    for row in [
-        "camdnnd pipeline (2 in flight)",
-        "sequential Rust (tract engine of tract0)",
-        "sequential Rust (ort engine of ort1)",
-        "sequential Python (onnxruntime",
-        "measured / simulated = ",
-    ] {
+    let stdout = bench(
+        &cfg,
+        dir.path(),
+        &[
+            "--json",
+            "--rounds",
+            "2",
+            "--rates",
+            "0.5",
+            "--open-rounds",
+            "1",
+        ],
+    );
+    let names = [
+        "camdnn (tract + ort, 2 in flight)",
+        "camdnn (ort on every processor, 2 in flight)",
+        "Rust ORT, 2 single-thread workers round robin",
+        "Rust ORT, 2 intra-op threads, one frame at a time",
+        "sequential Rust (tract engine of tract0, 1 thread)",
+        "sequential Rust (ort engine of ort1, 1 thread)",
+        "Python, 2 single-thread processes round robin",
+        "Python, one process, default threads",
+    ];
+    for row in names.iter().copied().chain(["measured / simulated = "]) {
         assert!(stdout.contains(row), "{row:?} missing:\n{stdout}");
     }
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     let contenders = json["contenders"].as_array().unwrap();
-    assert_eq!(contenders.len(), 4, "{json}");
+    assert_eq!(contenders.len(), names.len(), "{json}");
     for c in contenders {
-        assert_eq!(c["frames"], 2, "{c}");
-        assert_eq!(c["failed"], 0, "{c}");
-        assert!(c["fps"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["fps_median"].as_f64().unwrap() > 0.0, "{c}");
+        for round in c["rounds"].as_array().unwrap() {
+            assert_eq!(round["frames"], 2, "{c}");
+            assert_eq!(round["failed"], 0, "{c}");
+        }
+        // Every contender did the same work on the real models: the same
+        // crops per model and the same answers.
+        assert_eq!(c["work"], contenders[0]["work"], "{json}");
+        assert!(c["work"].is_string() && c["work"] != "not reported", "{c}");
     }
     let ratio = json["sim"]["ratio"].as_f64().unwrap();
     assert!(ratio.is_finite() && ratio > 0.0, "{json}");
