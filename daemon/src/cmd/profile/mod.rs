@@ -198,7 +198,20 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
         let (table, _) = measure(cfg, quick, &samples, None)?;
         let system = camdnn_policy::System::from_spec(&p.system_spec(board.clone(), table))
             .context("the quick profile is not a valid system")?;
-        let plan = crate::pipeline::scheduler(cfg, &system)?.initial_plan(&system);
+        // A committed policy fits the old profile, not this quick one:
+        // re-profiling must not need it, so the start-up plan is then made
+        // without it (it only decides which models load the other units).
+        let mut scheduler = match crate::pipeline::scheduler(cfg, &system) {
+            Ok(s) => s,
+            Err(e) if p.policy.is_some() => {
+                eprintln!("note: {e:#}; the start-up plan is made without the policy");
+                let mut bare = cfg.clone();
+                bare.pipeline.policy = None;
+                crate::pipeline::scheduler(&bare, &system)?
+            }
+            Err(e) => return Err(e),
+        };
+        let plan = scheduler.initial_plan(&system);
         let on: Vec<Vec<String>> = system
             .proc_ids()
             .map(|j| {
