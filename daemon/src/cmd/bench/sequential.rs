@@ -18,7 +18,7 @@ use camdnn_policy::{ModelId, ProcId, System};
 use camdnn_protocol::ClassRef;
 use camdnn_vision::{BBox, Detection, Preprocessor, RgbImage, Transform};
 
-use super::work::{self, Work};
+use super::work::{self, Answers, Work};
 use super::{BenchFrame, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline::config::ProcessorEntry;
@@ -374,7 +374,7 @@ impl<'a> Pool<'a> {
             }
         }
         let digests: Vec<u64> = by_frame.iter().map(|&(_, d)| d).collect();
-        work.digest = Some(work::run_digest(&digests));
+        work.answers = Answers::Digest(work::run_digest(&digests));
         Ok(Run {
             figures: Figures {
                 name: self.name.clone(),

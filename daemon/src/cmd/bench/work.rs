@@ -7,7 +7,10 @@
 //! outputs sorted by model, an answer the top-1 label or each tensor's
 //! argmax); a frame's digest is the wrapping sum of its objects' (order
 //! independent); a run's is FNV-1a over its frames' digests in frame order.
-//! `scripts/bench_python.py` computes the same.
+//! `scripts/bench_python.py` computes the same. A registry package's Python
+//! (`scripts/bench_python_graph.py`) reports its items per model, counted at
+//! onnxruntime's `run`, but not comparable answers: its pre- and
+//! post-processing are the package's, so only its counts are checked.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,19 +24,31 @@ pub struct Work {
     pub detector_runs: u64,
     /// Crops run, per model name (models that ran none are absent).
     pub crops: BTreeMap<String, u64>,
-    /// Digest of the answers of every frame, in frame order (`None`: the
-    /// contender does not report its work; the counts then mean nothing).
-    pub digest: Option<u64>,
+    /// What is known of the answers.
+    pub answers: Answers,
+}
+
+/// What a contender reports of its answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Answers {
+    /// Nothing: its work is not reported, the counts mean nothing.
+    #[default]
+    Unreported,
+    /// Its counts are reported, its answers are not comparable (a registry
+    /// package with its own pre- and post-processing).
+    CountsOnly,
+    /// The digest of the answers of every frame, in frame order.
+    Digest(u64),
 }
 
 impl Work {
     /// What differs between `self` (contender `a`) and `other` (`b`), one
     /// sentence per difference; empty when they did the same work.
     pub fn differences(&self, a: &str, other: &Work, b: &str) -> Vec<String> {
-        match (self.digest, other.digest) {
-            (None, None) => {}
-            (None, _) => return vec![format!("{a} does not report its work")],
-            (_, None) => return vec![format!("{b} does not report its work")],
+        match (self.answers, other.answers) {
+            (Answers::Unreported, Answers::Unreported) => {}
+            (Answers::Unreported, _) => return vec![format!("{a} does not report its work")],
+            (_, Answers::Unreported) => return vec![format!("{b} does not report its work")],
             _ => {}
         }
         let mut out = Vec::new();
@@ -54,7 +69,7 @@ impl Work {
                 out.push(format!("crops of {m}: {a} {x}, {b} {y}"));
             }
         }
-        if let (Some(x), Some(y)) = (self.digest, other.digest) {
+        if let (Answers::Digest(x), Answers::Digest(y)) = (self.answers, other.answers) {
             if x != y {
                 out.push(format!("answers: digest {x:016x} ({a}) != {y:016x} ({b})"));
             }
@@ -64,17 +79,22 @@ impl Work {
 
     /// One line: detector runs, crops per model, digest.
     pub fn describe(&self) -> String {
-        if self.digest.is_none() {
-            return "not reported".to_string();
-        }
+        let answers = match self.answers {
+            Answers::Unreported => return "not reported".to_string(),
+            Answers::CountsOnly => "answers not compared (the package's own processing)".into(),
+            Answers::Digest(d) => format!("digest {d:016x}"),
+        };
         let crops: Vec<String> = self.crops.iter().map(|(m, n)| format!("{m} {n}")).collect();
         format!(
-            "detector runs {}, crops [{}], digest {}",
+            "detector runs {}, crops [{}], {answers}",
             self.detector_runs,
             crops.join(", "),
-            self.digest
-                .map_or_else(|| "-".to_string(), |d| format!("{d:016x}"))
         )
+    }
+
+    /// Whether the answers were compared, not only the counts.
+    pub fn digested(&self) -> bool {
+        matches!(self.answers, Answers::Digest(_))
     }
 }
 
@@ -176,22 +196,49 @@ pub fn check<'a>(
 mod tests {
     use super::*;
 
-    fn work(runs: u64, crops: &[(&str, u64)], digest: Option<u64>) -> Work {
+    fn work(runs: u64, crops: &[(&str, u64)], answers: Answers) -> Work {
         Work {
             detector_runs: runs,
             crops: crops.iter().map(|&(m, n)| (m.to_string(), n)).collect(),
-            digest,
+            answers,
         }
     }
 
     #[test]
     fn the_check_refuses_contenders_whose_work_differs_and_says_what() {
-        let pipe = work(0, &[("inception", 40), ("squeezenet", 12)], Some(7));
-        let same = work(0, &[("inception", 40), ("squeezenet", 12)], Some(7));
+        let pipe = work(
+            0,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::Digest(7),
+        );
+        let same = work(
+            0,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::Digest(7),
+        );
         // A Python loop that skipped the boxes of a class it had no model for.
-        let skipped = work(0, &[("inception", 40)], Some(7));
-        let other_answers = work(0, &[("inception", 40), ("squeezenet", 12)], Some(8));
-        let silent = work(0, &[("inception", 40), ("squeezenet", 12)], None);
+        let skipped = work(0, &[("inception", 40)], Answers::Digest(7));
+        let other_answers = work(
+            0,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::Digest(8),
+        );
+        let silent = work(
+            0,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::Unreported,
+        );
+        // A registry package: counts compared, answers not.
+        let counted = work(
+            0,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::CountsOnly,
+        );
+        let miscounted = work(
+            1,
+            &[("inception", 40), ("squeezenet", 12)],
+            Answers::CountsOnly,
+        );
         let refused = check(
             ("pipeline", &pipe),
             &[
@@ -199,10 +246,13 @@ mod tests {
                 ("skipped", &skipped),
                 ("answers", &other_answers),
                 ("silent", &silent),
+                ("counted", &counted),
+                ("miscounted", &miscounted),
             ],
         );
         let names: Vec<&str> = refused.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["skipped", "answers", "silent"]);
+        assert_eq!(names, ["skipped", "answers", "silent", "miscounted"]);
+        assert_eq!(refused[3].1, ["detector runs: pipeline 0, miscounted 1"]);
         assert_eq!(
             refused[0].1,
             ["crops of squeezenet: pipeline 12, skipped 0"]
