@@ -6,7 +6,9 @@
 //! ends in Sigmoid (`prob`, P(b > 0)), the regressor head is `count`. Both
 //! outputs are [1, S], S = number of slots.
 
+use camdnn_policy::features::{profile_ms, structure_fingerprint};
 use camdnn_policy::mlp::{OutputSpec, Sidecar, TrainingInfo, SIDECAR_FORMAT};
+use camdnn_policy::System;
 use onnx_protobuf::{
     tensor_proto::DataType, tensor_shape_proto::Dimension, type_proto, GraphProto, Message,
     ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto,
@@ -173,13 +175,17 @@ pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
     Ok(m.write_to_bytes()?)
 }
 
-/// The sidecar of a trained model.
-pub fn sidecar(model: &TrainedModel, local_search: bool) -> Sidecar {
+/// The sidecar of a model trained for `system` (its structure and timings
+/// are recorded, so the policy also loads on a re-measured profile of the
+/// same board; `camdnn_policy::mlp::PROFILE_TOLERANCE`).
+pub fn sidecar(model: &TrainedModel, local_search: bool, system: &System) -> Sidecar {
     Sidecar {
         format: SIDECAR_FORMAT.to_string(),
         system_name: model.system_name.clone(),
         system_file_fnv1a64: model.system_file_fnv1a64.clone(),
         system_fingerprint: model.system_fingerprint.clone(),
+        structure_fingerprint: Some(structure_fingerprint(system)),
+        profile_ms: Some(profile_ms(system)),
         input: INPUT.to_string(),
         features: model.features.clone(),
         outputs: OutputSpec {
@@ -207,6 +213,10 @@ pub fn sidecar(model: &TrainedModel, local_search: bool) -> Sidecar {
 }
 
 /// The sidecar as pretty JSON text.
-pub fn sidecar_json(model: &TrainedModel, local_search: bool) -> Result<String, ExportError> {
-    Ok(serde_json::to_string_pretty(&sidecar(model, local_search))? + "\n")
+pub fn sidecar_json(
+    model: &TrainedModel,
+    local_search: bool,
+    system: &System,
+) -> Result<String, ExportError> {
+    Ok(serde_json::to_string_pretty(&sidecar(model, local_search, system))? + "\n")
 }

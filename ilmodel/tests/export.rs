@@ -94,7 +94,7 @@ fn tract_matches_candle_on_random_inputs() {
 fn exported_policy_loads_and_is_refused_elsewhere() {
     let (system, model) = random_model(3);
     let bytes = onnx_bytes(&model).unwrap();
-    let side = sidecar_json(&model, true).unwrap();
+    let side = sidecar_json(&model, true, &system).unwrap();
     let policy = MlpPolicy::new(&system, &bytes, &side).unwrap();
     assert!(policy.sidecar().local_search);
     let other = System::from_toml(RB5)
@@ -110,4 +110,48 @@ fn inconsistent_model_is_an_error() {
     model.count_head.outputs -= 1;
     let err = onnx_bytes(&model).unwrap_err();
     assert!(err.to_string().contains("count head"), "{err}");
+}
+
+/// A re-measured profile of the same board (another name, timings moved by
+/// less than the tolerance) still runs the policy, and says how far it is;
+/// one moved further is refused, naming the pair.
+#[test]
+fn exported_policy_loads_on_a_re_measured_profile_within_the_tolerance() {
+    use camdnn_policy::mlp::PROFILE_TOLERANCE;
+    use camdnn_policy::ModelId;
+    let (system, model) = random_model(4);
+    let bytes = onnx_bytes(&model).unwrap();
+    let side = sidecar_json(&model, true, &system).unwrap();
+    let scaled = |factor: f64| {
+        let mut s =
+            System::from_toml(&RB5.replace("name = \"rb5\"", "name = \"rb5-again\"")).unwrap();
+        let (i, j) = (ModelId(1), s.supporting(ModelId(1)).next().unwrap());
+        let exec: Vec<f64> = (1..=s.max_batch)
+            .map(|k| s.exec_ms(i, j, k) * factor)
+            .collect();
+        let load = s.load_ms(i, j);
+        s.set_pair_timings(i, j, &exec, load);
+        s
+    };
+    let near = scaled(1.5);
+    assert_ne!(near.name, system.name, "the test must change the name");
+    let policy = MlpPolicy::new(&near, &bytes, &side).unwrap();
+    assert!(
+        (policy.profile_drift() - 1.5).abs() < 1e-9,
+        "{}",
+        policy.profile_drift()
+    );
+    assert_eq!(
+        MlpPolicy::new(&system, &bytes, &side)
+            .unwrap()
+            .profile_drift(),
+        1.0
+    );
+    let far = scaled(PROFILE_TOLERANCE * 1.5);
+    let err = MlpPolicy::new(&far, &bytes, &side).unwrap_err().to_string();
+    let pair = format!("{}@", far.models[1].name);
+    assert!(
+        err.contains(&pair) && err.contains("batch-1 execution"),
+        "{err}"
+    );
 }

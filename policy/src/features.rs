@@ -257,6 +257,49 @@ pub fn fingerprint(system: &System) -> String {
     format!("{:016x}", h.0)
 }
 
+/// FNV-1a 64 of a system's structure without its timings or name (models,
+/// graph, processors, n_b, N_j, budgets, which pairs are supported, sizes):
+/// what a policy needs unchanged to run on a re-measured profile of the same
+/// board ([`profile_ms`] bounds how far the timings may have moved).
+pub fn structure_fingerprint(system: &System) -> String {
+    let mut h = Fnv::default();
+    h.u64(system.max_batch as u64);
+    for p in &system.processors {
+        h.str(&p.name);
+        h.u64(p.max_resident as u64);
+        h.f64(p.memory_budget_mb.unwrap_or(-1.0));
+    }
+    for (i, m) in system.models.iter().enumerate() {
+        h.str(&m.name);
+        h.u64(m.parent.map_or(u64::MAX, |p| p.0 as u64));
+        for j in system.proc_ids() {
+            let i = ModelId(i);
+            h.u64(u64::from(system.supports(i, j)));
+            h.f64(system.size_mb(i, j));
+        }
+    }
+    format!("{:016x}", h.0)
+}
+
+/// Per supported pair, `"model@processor"` -> [batch-1 execution ms, load
+/// ms]: the timings a policy was trained on, recorded in its sidecar so a
+/// re-measured profile can be compared with them.
+pub fn profile_ms(system: &System) -> std::collections::BTreeMap<String, [f64; 2]> {
+    let mut out = std::collections::BTreeMap::new();
+    for i in system.model_ids() {
+        for j in system.supporting(i) {
+            out.insert(
+                format!(
+                    "{}@{}",
+                    system.models[i.0].name, system.processors[j.0].name
+                ),
+                [system.exec_ms(i, j, 1), system.load_ms(i, j)],
+            );
+        }
+    }
+    out
+}
+
 /// FNV-1a 64 of a byte string, hex: the hash recorded for system files.
 pub fn fnv1a64_hex(bytes: &[u8]) -> String {
     let mut h = Fnv::default();

@@ -22,11 +22,18 @@ pub mod search;
 use serde::{Deserialize, Serialize};
 use tract_onnx::prelude::{tvec, IntoTValue, Tensor, TypedRunnableModel};
 
-use crate::features::{fingerprint, Encoding};
+use crate::features::{fingerprint, profile_ms, structure_fingerprint, Encoding};
 use crate::{repair, Detector, GlobalPolicy, Plan, PlanInput, System};
 
 /// Format tag of the sidecar.
 pub const SIDECAR_FORMAT: &str = "camdnn-mlp-policy/1";
+
+/// How far (as a factor either way) a re-measured profile's batch-1
+/// execution and load times may be from the trained-on ones for the policy
+/// to still load: a shared host's speed drifts by up to 2x within hours, and
+/// the features carry the live timings, so the network sees the change; the
+/// repair, the search and the global step's replay check what it proposes.
+pub const PROFILE_TOLERANCE: f64 = 2.0;
 
 /// The JSON sidecar written next to the ONNX file by `ilmodel export`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,6 +47,15 @@ pub struct Sidecar {
     pub system_file_fnv1a64: String,
     /// [`fingerprint`] of the validated system: checked at load.
     pub system_fingerprint: String,
+    /// [`structure_fingerprint`] of the system (absent in older sidecars,
+    /// which then load only on the exact profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structure_fingerprint: Option<String>,
+    /// The trained-on timings, [`profile_ms`]: with the structure, they let
+    /// the policy load on a re-measured profile of the same board whose
+    /// timings are within [`PROFILE_TOLERANCE`] of these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_ms: Option<std::collections::BTreeMap<String, [f64; 2]>>,
     /// Input tensor name, shape [1, features.len()].
     pub input: String,
     /// Feature names, in input order ([`Encoding::feature_names`]).
@@ -263,6 +279,71 @@ pub struct MlpPolicy {
     sidecar: Sidecar,
     dims: (usize, usize, usize),
     last_error: Option<String>,
+    profile_drift: f64,
+}
+
+/// The largest factor between `system`'s timings and the sidecar's
+/// trained-on ones, when the structure is the same and every factor is
+/// within [`PROFILE_TOLERANCE`]; else why the policy does not fit.
+fn re_measured_drift(system: &System, sidecar: &Sidecar) -> Result<f64, MlpError> {
+    let exact = || {
+        if sidecar.system_name != system.name {
+            MlpError::SystemMismatch {
+                what: "system name",
+                trained: sidecar.system_name.clone(),
+                actual: system.name.clone(),
+            }
+        } else {
+            MlpError::SystemMismatch {
+                what: "profile fingerprint (models, processors, N_j, t_e, t_l)",
+                trained: sidecar.system_fingerprint.clone(),
+                actual: fingerprint(system),
+            }
+        }
+    };
+    let (Some(structure), Some(trained)) = (&sidecar.structure_fingerprint, &sidecar.profile_ms)
+    else {
+        // An older sidecar: only the exact profile fits.
+        return Err(exact());
+    };
+    let actual = structure_fingerprint(system);
+    if *structure != actual {
+        return Err(MlpError::SystemMismatch {
+            what: "structure (models, graph, processors, N_j, budgets, supported pairs)",
+            trained: structure.clone(),
+            actual,
+        });
+    }
+    let now = profile_ms(system);
+    let mut worst = (1.0_f64, String::new());
+    for (pair, t) in &now {
+        let Some(was) = trained.get(pair) else {
+            return Err(exact());
+        };
+        for (what, a, b) in [("batch-1 execution", t[0], was[0]), ("load", t[1], was[1])] {
+            let factor = if a > 0.0 && b > 0.0 {
+                (a / b).max(b / a)
+            } else if a == b {
+                1.0
+            } else {
+                f64::INFINITY
+            };
+            if factor > worst.0 {
+                worst = (
+                    factor,
+                    format!("{pair} {what} {a:.2} ms, trained on {b:.2} ms"),
+                );
+            }
+        }
+    }
+    if worst.0 > PROFILE_TOLERANCE {
+        return Err(MlpError::SystemMismatch {
+            what: "profile within the tolerance",
+            trained: format!("timings within {PROFILE_TOLERANCE}x of this profile's"),
+            actual: format!("{} ({:.2}x)", worst.1, worst.0),
+        });
+    }
+    Ok(worst.0)
 }
 
 impl MlpPolicy {
@@ -275,21 +356,13 @@ impl MlpPolicy {
                 got: sidecar.format,
             });
         }
-        if sidecar.system_name != system.name {
-            return Err(MlpError::SystemMismatch {
-                what: "system name",
-                trained: sidecar.system_name,
-                actual: system.name.clone(),
-            });
-        }
-        let fp = fingerprint(system);
-        if sidecar.system_fingerprint != fp {
-            return Err(MlpError::SystemMismatch {
-                what: "profile fingerprint (models, processors, N_j, t_e, t_l)",
-                trained: sidecar.system_fingerprint,
-                actual: fp,
-            });
-        }
+        let profile_drift = if sidecar.system_name == system.name
+            && sidecar.system_fingerprint == fingerprint(system)
+        {
+            1.0
+        } else {
+            re_measured_drift(system, &sidecar)?
+        };
         let encoding = Encoding::new(system);
         if sidecar.features != encoding.feature_names() {
             return Err(MlpError::SystemMismatch {
@@ -332,7 +405,15 @@ impl MlpPolicy {
                 system.max_batch,
             ),
             last_error: None,
+            profile_drift,
         })
+    }
+
+    /// How far the profile it was loaded on is from the trained-on one: the
+    /// largest factor, either way, between a pair's batch-1 execution or
+    /// load times (1.0: the exact profile it was trained on).
+    pub fn profile_drift(&self) -> f64 {
+        self.profile_drift
     }
 
     /// Turns the local search on or off (the sidecar sets the default).

@@ -236,7 +236,25 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
             onnx_path.display()
         )
     })?;
+    if policy.profile_drift() > 1.0 {
+        tracing::warn!(
+            policy = %onnx_path.display(),
+            drift = policy.profile_drift(),
+            "the learned policy was trained on another measurement of this board (timings up to this factor apart); retrain it with scripts/train_policy.sh for this profile"
+        );
+    }
     Ok(Box::new(Camdnn::new(policy, p.wait_ms)))
+}
+
+/// For tools that measure a new profile (`profile`, `bench --profile-now`),
+/// where a policy trained on another one must not stop the measurement:
+/// when `cfg`'s learned policy does not fit `system`, removes it from `cfg`
+/// (the camdnn scheduler then plans with its greedy planner) and says why.
+pub fn drop_unfit_policy(cfg: &mut DaemonConfig, system: &System) -> Option<String> {
+    cfg.pipeline.policy.as_ref()?;
+    let why = scheduler(cfg, system).err()?;
+    cfg.pipeline.policy = None;
+    Some(format!("{why:#}"))
 }
 
 /// A batch-1 input of the model's configured size (zeros).

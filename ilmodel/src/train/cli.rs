@@ -169,7 +169,7 @@ pub fn run_export(args: &ExportArgs) -> Result<()> {
     }
     let _ = text;
     let bytes = export::onnx_bytes(&model)?;
-    let side = export::sidecar_json(&model, !args.no_local_search)?;
+    let side = export::sidecar_json(&model, !args.no_local_search, &system)?;
     // Refuse to write a policy the runtime would not load.
     MlpPolicy::new(&system, &bytes, &side).context("the exported policy does not load back")?;
     std::fs::write(&args.onnx, &bytes)

@@ -201,16 +201,11 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
         // A committed policy fits the old profile, not this quick one:
         // re-profiling must not need it, so the start-up plan is then made
         // without it (it only decides which models load the other units).
-        let mut scheduler = match crate::pipeline::scheduler(cfg, &system) {
-            Ok(s) => s,
-            Err(e) if p.policy.is_some() => {
-                eprintln!("note: {e:#}; the start-up plan is made without the policy");
-                let mut bare = cfg.clone();
-                bare.pipeline.policy = None;
-                crate::pipeline::scheduler(&bare, &system)?
-            }
-            Err(e) => return Err(e),
-        };
+        let mut planning = cfg.clone();
+        if let Some(why) = crate::pipeline::drop_unfit_policy(&mut planning, &system) {
+            eprintln!("note: {why}; the start-up plan is made without the policy");
+        }
+        let mut scheduler = crate::pipeline::scheduler(&planning, &system)?;
         let plan = scheduler.initial_plan(&system);
         let on: Vec<Vec<String>> = system
             .proc_ids()
