@@ -22,17 +22,30 @@ pub struct AdaptConfig {
     pub scene: Option<SceneShiftConfig>,
     /// Least time between two global steps when a detector asks for one, ms.
     pub min_gap_ms: f64,
+    /// Re-probing (`None`: off): a processor estimated slower than its
+    /// profile that ran no batch for this long gets its profile's speed back
+    /// at the next global step, so the plan tries it again; if it is still
+    /// slow, its next batches show it and the drift detector moves it back.
+    /// Without this, a unit that sped up again after a slow spell keeps too
+    /// little work to ever show it.
+    pub reprobe_ms: Option<f64>,
 }
+
+/// A processor is re-probed only when estimated at least this much slower
+/// than its profile (smaller gaps are noise the estimates follow anyway).
+const REPROBE_RATIO: f64 = 1.25;
 
 impl Default for AdaptConfig {
     /// Band's smoothing, a 2x step detected within 3 batches, scene changes
-    /// detected, at most one triggered step per second.
+    /// detected, at most one triggered step per second, a slow unit idle for
+    /// 3 s re-probed.
     fn default() -> Self {
         AdaptConfig {
             estimates: EstimateConfig::default(),
             drift: DriftConfig::default(),
             scene: Some(SceneShiftConfig::default()),
             min_gap_ms: 1000.0,
+            reprobe_ms: Some(3000.0),
         }
     }
 }
@@ -59,6 +72,8 @@ pub struct AdaptCounts {
     pub scene_shifts: u32,
     /// Global steps triggered (after the guard).
     pub triggered: u32,
+    /// Processors given their profile's speed back after an idle slow spell.
+    pub reprobes: u32,
 }
 
 /// Live estimates plus the triggers of an early global step.
@@ -68,6 +83,9 @@ pub struct Adapt {
     drift: SpeedDrift,
     scene: Option<SceneShift>,
     min_gap_ms: f64,
+    reprobe_ms: Option<f64>,
+    /// When each processor last finished a batch, ms.
+    last_batch_ms: Vec<f64>,
     last_step_ms: f64,
     pending: Option<Trigger>,
     counts: AdaptCounts,
@@ -81,6 +99,8 @@ impl Adapt {
             drift: SpeedDrift::new(system, cfg.drift.clone()),
             scene: cfg.scene.clone().map(SceneShift::new),
             min_gap_ms: cfg.min_gap_ms.max(0.0),
+            reprobe_ms: cfg.reprobe_ms.filter(|t| t.is_finite() && *t >= 0.0),
+            last_batch_ms: vec![f64::NEG_INFINITY; system.num_processors()],
             last_step_ms: f64::NEG_INFINITY,
             pending: None,
             counts: AdaptCounts::default(),
@@ -112,8 +132,12 @@ impl Adapt {
         exec_ms: f64,
         load_ms: Option<f64>,
     ) -> Option<Trigger> {
+        if let Some(t) = self.last_batch_ms.get_mut(j.0) {
+            *t = now;
+        }
         let expected = self.estimates.exec_ms(i, j, k);
-        match self.estimates.observe_exec(i, j, k, exec_ms) {
+        let sample = self.estimates.observe_exec(i, j, k, exec_ms);
+        match sample {
             Sample::Refused => {}
             Sample::Held => self.counts.held += 1,
             Sample::Taken | Sample::Confirmed => self.counts.samples += 1,
@@ -125,7 +149,8 @@ impl Adapt {
         if let Some(d) = drift {
             self.counts.drifts += 1;
             // The whole processor changed: every estimate on it moves now.
-            self.estimates.rescale(j, d.ratio);
+            let learned = (sample == Sample::Confirmed).then_some((i, k));
+            self.estimates.rescale(j, d.ratio, learned);
             for m in view.model_ids() {
                 self.estimates.apply_pair(view, m, j);
             }
@@ -148,6 +173,32 @@ impl Adapt {
         self.due(now)
     }
 
+    /// Before a global step at `now`: every processor estimated at least
+    /// [`REPROBE_RATIO`] slower than its profile that finished no batch for
+    /// `reprobe_ms` gets its profile's speed back in the estimates and in
+    /// `view`, so the step plans with it again (Band re-probes slow units
+    /// the same way). Returns the processors re-probed.
+    pub fn reprobe(&mut self, view: &mut System, now: f64) -> Vec<ProcId> {
+        let Some(idle) = self.reprobe_ms else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for j in view.proc_ids() {
+            let ratio = self.estimates.speed_ratio(j);
+            if now - self.last_batch_ms[j.0] < idle || ratio < REPROBE_RATIO {
+                continue;
+            }
+            self.estimates.rescale(j, 1.0 / ratio, None);
+            self.drift.reset(j);
+            for m in view.model_ids() {
+                self.estimates.apply_pair(view, m, j);
+            }
+            self.counts.reprobes += 1;
+            out.push(j);
+        }
+        out
+    }
+
     /// A global step ran at `now` for `scene` (by the epoch timer or a trigger).
     pub fn stepped(&mut self, now: f64, scene: &[u32]) {
         self.last_step_ms = now;
@@ -165,5 +216,110 @@ impl Adapt {
         let t = self.pending?;
         self.counts.triggered += 1;
         Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> System {
+        System::from_toml(
+            r#"
+name = "two"
+max_batch = 2
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 2
+[[processor]]
+name = "gpu"
+kind = "gpu"
+max_resident = 2
+[[model]]
+name = "detector"
+[[model]]
+name = "a"
+parent = "detector"
+classes = ["person"]
+[profile.detector.cpu]
+exec_ms = [20.0]
+load_ms = 100.0
+[profile.a.cpu]
+exec_ms = [10.0, 18.0]
+load_ms = 50.0
+[profile.a.gpu]
+exec_ms = [4.0, 6.0]
+load_ms = 80.0
+"#,
+        )
+        .expect("valid board")
+    }
+
+    const A: ModelId = ModelId(1);
+    const GPU: ProcId = ProcId(1);
+
+    /// The GPU runs at its profile's speed, then 2x slow until the drift
+    /// detector moves its estimates; returns the time of the last batch.
+    fn slow_down(adapt: &mut Adapt, view: &mut System) -> f64 {
+        let mut now = 0.0;
+        for _ in 0..5 {
+            for (k, ms) in [(1, 4.0), (2, 6.0)] {
+                now += 100.0;
+                adapt.observe_batch(view, now, A, GPU, k, ms, None);
+            }
+        }
+        assert_eq!(adapt.counts().drifts, 0, "{:?}", adapt.counts());
+        'slow: for _ in 0..20 {
+            for (k, ms) in [(1, 8.0), (2, 12.0)] {
+                now += 100.0;
+                adapt.observe_batch(view, now, A, GPU, k, ms, None);
+                if adapt.counts().drifts > 0 {
+                    break 'slow;
+                }
+            }
+        }
+        assert_eq!(adapt.counts().drifts, 1, "{:?}", adapt.counts());
+        now
+    }
+
+    #[test]
+    fn a_slow_unit_that_idled_gets_its_profile_back_at_the_next_step() {
+        let system = board();
+        let mut view = system.clone();
+        let mut adapt = Adapt::new(&system, &AdaptConfig::default());
+        let last = slow_down(&mut adapt, &mut view);
+        let slow = view.exec_ms(A, GPU, 1);
+        assert!((slow - 8.0).abs() < 0.5, "estimated 2x slow: {slow} ms");
+        assert!((view.exec_ms(A, GPU, 2) - 12.0).abs() < 0.5);
+        // Busy lately: nothing to re-probe.
+        assert!(adapt.reprobe(&mut view, last + 1000.0).is_empty());
+        assert_eq!(view.exec_ms(A, GPU, 1), slow);
+        // Idle for the re-probe time: the profile's speed is back, in the
+        // estimates and in the scheduler's view, the other unit untouched.
+        let cpu_before = view.exec_ms(A, ProcId(0), 1);
+        assert_eq!(adapt.reprobe(&mut view, last + 3000.0), vec![GPU]);
+        let back = view.exec_ms(A, GPU, 1);
+        assert!((back - 4.0).abs() < 0.5, "re-probed at {back} ms");
+        assert!((view.exec_ms(A, GPU, 2) - 6.0).abs() < 0.5);
+        assert_eq!(view.exec_ms(A, ProcId(0), 1), cpu_before);
+        assert_eq!(adapt.counts().reprobes, 1);
+        // Back at its profile, it is not re-probed again.
+        assert!(adapt.reprobe(&mut view, last + 9000.0).is_empty());
+    }
+
+    #[test]
+    fn re_probing_can_be_turned_off() {
+        let system = board();
+        let mut view = system.clone();
+        let cfg = AdaptConfig {
+            reprobe_ms: None,
+            ..AdaptConfig::default()
+        };
+        let mut adapt = Adapt::new(&system, &cfg);
+        let last = slow_down(&mut adapt, &mut view);
+        let slow = view.exec_ms(A, GPU, 1);
+        assert!(adapt.reprobe(&mut view, last + 60_000.0).is_empty());
+        assert_eq!(view.exec_ms(A, GPU, 1), slow);
     }
 }

@@ -258,14 +258,17 @@ impl LiveEstimates {
     }
 
     /// Scales every estimate on p_j by `factor` (a detected change of the
-    /// processor's speed), so plans made now use its new speed at once.
-    pub fn rescale(&mut self, j: ProcId, factor: f64) {
+    /// processor's speed), so plans made now use its new speed at once;
+    /// except the cell (i, k) of `learned`, which already learned the new
+    /// level (its sample confirmed the change) and would be scaled twice.
+    pub fn rescale(&mut self, j: ProcId, factor: f64, learned: Option<(ModelId, usize)>) {
         if !(factor.is_finite() && factor > 0.0) || j.0 >= self.np {
             return;
         }
+        let skip = learned.and_then(|(i, k)| self.cell(i, j, k));
         for (c, cell) in self.exec.iter_mut().enumerate() {
             // Unobserved cells follow their observed neighbours.
-            if (c / self.nb) % self.np == j.0 && cell.n > 0 {
+            if (c / self.nb) % self.np == j.0 && cell.n > 0 && Some(c) != skip {
                 cell.mean *= factor;
                 cell.var *= factor * factor;
                 cell.held = None;
@@ -434,7 +437,7 @@ load_ms = 80.0
         assert!(near(system.load_ms(A, GPU), 240.0));
         assert_eq!(system.exec_ms(A, CPU, 1), 10.0);
         // Rescaling a processor moves its estimates at once.
-        est.rescale(GPU, 0.5);
+        est.rescale(GPU, 0.5, None);
         assert!(near(est.exec_ms(A, GPU, 1), 6.0));
     }
 }

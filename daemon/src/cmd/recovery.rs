@@ -172,7 +172,7 @@ pub fn run(
         "reference = best fixed schedule planned with the right profile: {hot_name} on the throttled board while throttled, {cool_name} on the nominal board otherwise"
     );
     println!(
-        "\n{:<26} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9} {:>7}",
+        "\n{:<26} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
         "scheduler",
         "on-time",
         "throttled",
@@ -180,7 +180,8 @@ pub fn run(
         "recover(s)",
         "restore(s)",
         "triggered",
-        "drifts"
+        "drifts",
+        "reprobes"
     );
     let span = |w: &[(f64, f64)], a: f64, b: f64| {
         let v: Vec<f64> = w
@@ -199,11 +200,12 @@ pub fn run(
         }
     };
     println!(
-        "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7}",
+        "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
         "reference",
         span(&reference, 0.0, f64::INFINITY) * 100.0,
         span(&reference, from, until) * 100.0,
         after(&reference),
+        "-",
         "-",
         "-",
         "-",
@@ -212,7 +214,7 @@ pub fn run(
     for (name, r) in &runs {
         let w = shares(r);
         println!(
-            "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7}",
+            "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
             name,
             r.goodput(opts.deadline_ms) * 100.0,
             span(&w, from, until) * 100.0,
@@ -225,6 +227,7 @@ pub fn run(
             },
             r.triggered_epochs,
             r.adapt.map_or("-".into(), |a| a.drifts.to_string()),
+            r.adapt.map_or("-".into(), |a| a.reprobes.to_string()),
         );
     }
     println!(

@@ -108,6 +108,10 @@ pub struct Args {
     /// Only processor speed changes trigger a global step, not scene changes.
     #[arg(long)]
     pub adapt_no_scene: bool,
+    /// Never give a processor estimated slow its profile's speed back after
+    /// it idled (policy::adapt re-probing, on by default after 3 s).
+    #[arg(long)]
+    pub adapt_no_reprobe: bool,
     /// The recovery figure instead of the comparison: camdnn adapting,
     /// camdnn on the epoch timer only and HEFT under --throttle, each
     /// window's on-time share against the best fixed schedule for the
@@ -174,6 +178,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         adapt: (args.adapt || args.recovery).then(|| AdaptConfig {
             min_gap_ms: args.adapt_min_gap_ms,
             scene: (!args.adapt_no_scene).then(Default::default),
+            reprobe_ms: if args.adapt_no_reprobe {
+                None
+            } else {
+                AdaptConfig::default().reprobe_ms
+            },
             ..AdaptConfig::default()
         }),
     };

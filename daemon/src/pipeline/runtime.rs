@@ -1253,6 +1253,9 @@ impl Actor {
 
     fn global_step(&mut self, now: f64) {
         if let Some(a) = &mut self.adapt {
+            for j in a.reprobe(&mut self.system, now) {
+                tracing::info!(processor = %self.system.processors[j.0].name, "re-probing a processor estimated slow that ran nothing lately");
+            }
             a.stepped(now, &self.last_scene);
         }
         let t0 = Instant::now();

@@ -541,6 +541,9 @@ impl Sim<'_> {
     /// epoch's frames (the timer's or a detector's).
     fn global_step(&mut self, now: f64) {
         let fpe = self.cfg.epoch_ms.max(1.0) * self.cfg.fps / 1000.0;
+        if let Some(a) = &mut self.adapt {
+            a.reprobe(&mut self.view, now);
+        }
         let out = self
             .sched
             .on_epoch(&self.view, &mut self.cluster, now, &self.last_scene, fpe);
