@@ -17,6 +17,7 @@ mod ort_engine;
 mod sim;
 mod tensor;
 mod tflite;
+mod throttled;
 mod tract_engine;
 mod worker;
 
@@ -27,5 +28,6 @@ pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
 pub use ort_engine::{dev_ort_library, OrtEngine};
 pub use sim::{SimEngine, SimFaults, SimModelSpec};
 pub use tensor::{DType, Tensor, TensorData};
+pub use throttled::{Throttle, ThrottledEngine};
 pub use tract_engine::TractEngine;
 pub use worker::{Command, LoadReport, Reply, RunReport, Worker, WorkerHandle};

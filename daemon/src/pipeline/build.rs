@@ -130,10 +130,17 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         .collect();
     let mut workers = Vec::new();
     for (j, proc) in p.processors.iter().enumerate() {
-        let engine: Arc<dyn Engine> = match proc.engine {
+        let mut engine: Arc<dyn Engine> = match proc.engine {
             EngineKind::Sim => Arc::new(sim_engine(&system, p, j)?),
             _ => real_engine(proc)?,
         };
+        if let Some(drill) = &proc.throttle_drill {
+            let t = drill
+                .throttle()
+                .with_context(|| format!("processor {:?}", proc.name))?;
+            tracing::warn!(processor = %proc.name, factor = t.factor, from = ?t.from, until = ?t.until, "throttling drill: this processor's batches will be slowed");
+            engine = Arc::new(camdnn_engine::ThrottledEngine::new(engine, t)?);
+        }
         let w = Worker::spawn(proc.engine_config(), engine)
             .with_context(|| format!("starting processor {:?}", proc.name))?;
         workers.push(w);

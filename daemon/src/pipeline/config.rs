@@ -143,6 +143,51 @@ pub struct ProcessorEntry {
     /// QNN options (ort with provider "qnn").
     #[serde(default)]
     pub qnn: Option<QnnOptions>,
+    /// A throttling drill: this unit's batches run `factor` times as long
+    /// between `from_s` and `until_s` seconds after the pipeline starts, as
+    /// DVFS or heat would make them (for recovery tests and `bench
+    /// --throttle`; never set in production).
+    #[serde(default)]
+    pub throttle_drill: Option<ThrottleDrill>,
+}
+
+/// `throttle_drill` of a processor.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleDrill {
+    /// Run time multiplier, at least 1.
+    pub factor: f64,
+    /// Start of the slow spell, s after the pipeline starts.
+    #[serde(default)]
+    pub from_s: f64,
+    /// Its end (absent: it never ends).
+    #[serde(default)]
+    pub until_s: Option<f64>,
+}
+
+impl ThrottleDrill {
+    /// The engine's throttle; an error naming the bad field.
+    pub fn throttle(&self) -> anyhow::Result<camdnn_engine::Throttle> {
+        if !(self.factor.is_finite() && self.factor >= 1.0) {
+            anyhow::bail!("throttle_drill.factor must be >= 1, got {}", self.factor);
+        }
+        if !(self.from_s.is_finite() && self.from_s >= 0.0) {
+            anyhow::bail!("throttle_drill.from_s must be >= 0, got {}", self.from_s);
+        }
+        if let Some(u) = self.until_s {
+            if !(u.is_finite() && u > self.from_s) {
+                anyhow::bail!(
+                    "throttle_drill.until_s must be after from_s ({}), got {u}",
+                    self.from_s
+                );
+            }
+        }
+        Ok(camdnn_engine::Throttle {
+            factor: self.factor,
+            from: std::time::Duration::from_secs_f64(self.from_s),
+            until: self.until_s.map(std::time::Duration::from_secs_f64),
+        })
+    }
 }
 
 fn d_one() -> usize {

@@ -21,6 +21,7 @@
 //! detector is a real model (OCR, faces) are benchmarked on `--image`.
 
 mod contenders;
+mod drill;
 mod python;
 mod sequential;
 pub(crate) mod work;
@@ -166,6 +167,25 @@ pub struct Args {
     /// N cores runs).
     #[arg(long)]
     pub open_all: bool,
+    /// The recovery drill instead of the contenders: the pipeline starts
+    /// from a profile whose times on PROCESSOR are FACTOR times the
+    /// config's (`cpu-ort:2`: it looks twice as slow as it is), adapting and
+    /// on the epoch timer alone, beside the config's profile; frames/s per
+    /// window and frames until within 10% of the config's profile.
+    #[arg(long, value_name = "PROCESSOR:FACTOR")]
+    pub drill: Option<String>,
+    /// Frames per window of --drill.
+    #[arg(long, default_value_t = 5)]
+    pub drill_window: usize,
+    /// With --drill: also slow the drilled pipelines' PROCESSOR engine by
+    /// FACTOR between FROM_S and UNTIL_S seconds after each starts (its
+    /// `throttle_drill`), as the simulator's --throttle does.
+    #[arg(
+        long,
+        requires = "drill",
+        value_name = "PROCESSOR:FACTOR:FROM_S[:UNTIL_S]"
+    )]
+    pub throttle: Option<String>,
 }
 
 /// Delay figures of one contender.
@@ -215,6 +235,18 @@ struct BenchFrame {
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let drill = args
+        .drill
+        .as_deref()
+        .map(str::parse::<drill::Drill>)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let throttle = args
+        .throttle
+        .as_deref()
+        .map(drill::parse_throttle)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     if let Some(d) = args.deadline_ms {
         if !(d.is_finite() && d > 0.0) {
             bail!("--deadline-ms {d}: must be a positive number of ms");
@@ -306,6 +338,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting a runtime")?;
+    if let Some(d) = &drill {
+        return drill::run(
+            &cfg,
+            &system,
+            d,
+            throttle.as_ref(),
+            &frames,
+            &warm,
+            args.drill_window,
+            &rt,
+        );
+    }
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let workers = args.workers.unwrap_or(cores).max(1);
 
