@@ -29,6 +29,9 @@ use crate::train::is_heldout;
 pub const CAMDNN: &str = "camdnn";
 /// Report name of camdnn with the ILP solved at every global step.
 pub const ORACLE: &str = "camdnn-oracle";
+/// camdnn whose global step is the MLP's decoding alone (repaired, no local
+/// search): the ablation's "MLP alone".
+pub const MLP_ALONE: &str = "camdnn-mlp-alone";
 
 /// How much of each experiment to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,6 +165,8 @@ pub struct Fidelity {
     pub instances: usize,
     /// Extra makespan of the MLP plan over the ILP: mean, p50, p99, max.
     pub extra: Summary,
+    /// The same for the MLP alone: its decoding repaired, no local search.
+    pub extra_alone: Summary,
     /// Fraction of instances where the MLP plan is optimal.
     pub optimal: f64,
     /// ILP solve times over the instances, ms.
@@ -273,6 +278,11 @@ pub fn scheduler(
             )
             .named(CAMDNN),
         ),
+        MLP_ALONE => {
+            let mut mlp = MlpPolicy::new(system, &policy.onnx, &policy.sidecar)?;
+            mlp.set_local_search(false);
+            Box::new(Camdnn::new(mlp, wait_ms).named(MLP_ALONE))
+        }
         ORACLE => Box::new(
             Camdnn::new(
                 IlpPolicy::new(OracleOptions {
@@ -674,6 +684,9 @@ fn fidelity(
     config: &ReproConfig,
 ) -> Result<Fidelity, ReproError> {
     let mut mlp = MlpPolicy::new(system, &policy.onnx, &policy.sidecar)?;
+    let mut alone = MlpPolicy::new(system, &policy.onnx, &policy.sidecar)?;
+    alone.set_local_search(false);
+    let mut extra_alone = Vec::new();
     let training = mlp.sidecar().training.clone();
     let det = Detector::fastest(system);
     let f = 70.0;
@@ -707,6 +720,8 @@ fn fidelity(
         let plan = mlp.plan(system, &input);
         let t = plan.makespan_ms(system, &input, det);
         extra.push(t / opt.makespan_ms - 1.0);
+        let t_alone = alone.plan(system, &input).makespan_ms(system, &input, det);
+        extra_alone.push(t_alone / opt.makespan_ms - 1.0);
         let mut times = Vec::with_capacity(config.timing_runs);
         for _ in 0..config.timing_runs.max(1) {
             let t0 = Instant::now();
@@ -728,15 +743,17 @@ fn fidelity(
         instances: n,
         optimal: extra.iter().filter(|&&e| e <= 1e-6).count() as f64 / n.max(1) as f64,
         extra: Summary::of(&extra),
+        extra_alone: Summary::of(&extra_alone),
         ilp_ms: Summary::of(&ilp_ms),
         step_us: Summary::of(&step_us),
     })
 }
 
-/// Schedulers of the real-time section: camdnn, its oracle mode and every
-/// baseline of `camdnnd simulate`, in report order before ranking.
+/// Schedulers of the real-time section: camdnn, its oracle mode, the MLP
+/// alone and every baseline of `camdnnd simulate`, in report order before
+/// ranking.
 pub fn realtime_schedulers() -> Vec<&'static str> {
-    [CAMDNN, ORACLE]
+    [CAMDNN, ORACLE, MLP_ALONE]
         .into_iter()
         .chain(schedulers::BASELINES.iter().copied())
         .collect()
