@@ -91,6 +91,11 @@ pub struct ProcessorConfig {
     /// QNN options; required for `provider = "qnn"`.
     #[serde(default)]
     pub qnn: Option<QnnOptions>,
+    /// Most share of time the unit may run, in (0, 1]: after a batch of
+    /// length d the worker rests d (1/cap - 1) before the next command
+    /// (thermal or power headroom; the scheduler plans with the same rest).
+    #[serde(default)]
+    pub utilisation_cap: Option<f64>,
 }
 
 fn one() -> usize {
@@ -107,6 +112,16 @@ impl ProcessorConfig {
             intra_threads: 1,
             core: None,
             qnn: None,
+            utilisation_cap: None,
+        }
+    }
+
+    /// How long the unit rests after a batch that ran for `ran` (zero
+    /// without a cap).
+    pub fn rest_after(&self, ran: std::time::Duration) -> std::time::Duration {
+        match self.utilisation_cap {
+            Some(cap) if cap > 0.0 && cap < 1.0 => ran.mul_f64(1.0 / cap - 1.0),
+            _ => std::time::Duration::ZERO,
         }
     }
 }

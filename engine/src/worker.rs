@@ -249,6 +249,14 @@ impl Worker {
     /// ready. Fails if the engine cannot serve the processor or the core does not exist.
     pub fn spawn(proc: ProcessorConfig, engine: Arc<dyn Engine>) -> Result<Worker, EngineError> {
         engine.check_processor(&proc)?;
+        if let Some(cap) = proc.utilisation_cap {
+            if !(cap > 0.0 && cap <= 1.0) {
+                return Err(EngineError::Processor {
+                    processor: proc.name.clone(),
+                    reason: format!("utilisation_cap must be in (0, 1], got {cap}"),
+                });
+            }
+        }
         // Unbounded on purpose: the owner bounds what it queues (the daemon's
         // admission limit bounds frames, hence batches, in flight); a bounded
         // queue here would block the scheduler thread on a slow processor.
@@ -450,6 +458,9 @@ fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command
                     }
                 };
                 reply.send(result);
+                // The cap's rest, after the answer: the owner learns the
+                // batch's own time, and plans the rest as the policy does.
+                std::thread::sleep(proc.rest_after(finished - started));
             }
             Command::Shutdown => break,
         }

@@ -268,3 +268,41 @@ fn queued_runs_go_highest_priority_first_and_loads_keep_their_place() {
     assert_eq!(*order.lock().unwrap(), ["before-unload"]);
     worker.shutdown();
 }
+
+/// A capped unit rests after each batch: with a cap of 1/3 the next batch
+/// starts no sooner than twice the last batch's own time after it ended
+/// (a lower bound: sleeps never end early), and each report still gives
+/// the batch's own time. A cap outside (0, 1] is refused at start.
+#[test]
+fn a_capped_worker_rests_after_each_batch() {
+    let mut proc = ProcessorConfig::new("gpu", EngineKind::Sim);
+    proc.utilisation_cap = Some(1.0 / 3.0);
+    let worker = Worker::spawn(proc.clone(), sim_engine()).unwrap();
+    let h = worker.handle();
+    h.load_blocking(ModelSource::new("m", "unused")).unwrap();
+    let mut rxs = Vec::new();
+    for _ in 0..3 {
+        let (reply, rx) = Reply::channel();
+        h.run("m", vec![Tensor::zeros("x", DType::F32, vec![1, 4])], reply)
+            .unwrap();
+        rxs.push(rx);
+    }
+    let reports: Vec<_> = rxs
+        .into_iter()
+        .map(|rx| rx.recv().unwrap().unwrap())
+        .collect();
+    for pair in reports.windows(2) {
+        let ran = pair[0].finished - pair[0].started;
+        assert!(ran >= Duration::from_millis(1), "the sim batch sleeps 1 ms");
+        assert!(
+            pair[1].started >= pair[0].finished + ran * 2,
+            "rested {:?} after a {ran:?} batch",
+            pair[1].started - pair[0].finished
+        );
+    }
+    for bad in [0.0, 1.5, f64::NAN] {
+        proc.utilisation_cap = Some(bad);
+        let err = Worker::spawn(proc.clone(), sim_engine()).unwrap_err();
+        assert!(err.to_string().contains("utilisation_cap"), "{err}");
+    }
+}

@@ -684,6 +684,7 @@ impl ProcessorEntry {
             intra_threads: self.intra_threads,
             core: self.core,
             qnn: self.qnn.clone(),
+            utilisation_cap: self.utilisation_cap,
         }
     }
 }
