@@ -222,39 +222,7 @@ impl Adapt {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn board() -> System {
-        System::from_toml(
-            r#"
-name = "two"
-max_batch = 2
-[[processor]]
-name = "cpu"
-kind = "cpu"
-max_resident = 2
-[[processor]]
-name = "gpu"
-kind = "gpu"
-max_resident = 2
-[[model]]
-name = "detector"
-[[model]]
-name = "a"
-parent = "detector"
-classes = ["person"]
-[profile.detector.cpu]
-exec_ms = [20.0]
-load_ms = 100.0
-[profile.a.cpu]
-exec_ms = [10.0, 18.0]
-load_ms = 50.0
-[profile.a.gpu]
-exec_ms = [4.0, 6.0]
-load_ms = 80.0
-"#,
-        )
-        .expect("valid board")
-    }
+    use crate::estimate::tests::board;
 
     const A: ModelId = ModelId(1);
     const GPU: ProcId = ProcId(1);

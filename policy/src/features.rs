@@ -236,12 +236,7 @@ impl Encoding {
 pub fn fingerprint(system: &System) -> String {
     let mut h = Fnv::default();
     h.str(&system.name);
-    h.u64(system.max_batch as u64);
-    for p in &system.processors {
-        h.str(&p.name);
-        h.u64(p.max_resident as u64);
-        h.f64(p.memory_budget_mb.unwrap_or(-1.0));
-    }
+    hash_board(&mut h, system);
     for (i, m) in system.models.iter().enumerate() {
         h.str(&m.name);
         h.u64(m.parent.map_or(u64::MAX, |p| p.0 as u64));
@@ -263,12 +258,7 @@ pub fn fingerprint(system: &System) -> String {
 /// board ([`profile_ms`] bounds how far the timings may have moved).
 pub fn structure_fingerprint(system: &System) -> String {
     let mut h = Fnv::default();
-    h.u64(system.max_batch as u64);
-    for p in &system.processors {
-        h.str(&p.name);
-        h.u64(p.max_resident as u64);
-        h.f64(p.memory_budget_mb.unwrap_or(-1.0));
-    }
+    hash_board(&mut h, system);
     for (i, m) in system.models.iter().enumerate() {
         h.str(&m.name);
         h.u64(m.parent.map_or(u64::MAX, |p| p.0 as u64));
@@ -279,6 +269,17 @@ pub fn structure_fingerprint(system: &System) -> String {
         }
     }
     format!("{:016x}", h.0)
+}
+
+/// n_b and each processor's name, N_j and budget, into `h` (both
+/// fingerprints start so).
+fn hash_board(h: &mut Fnv, system: &System) {
+    h.u64(system.max_batch as u64);
+    for p in &system.processors {
+        h.str(&p.name);
+        h.u64(p.max_resident as u64);
+        h.f64(p.memory_budget_mb.unwrap_or(-1.0));
+    }
 }
 
 /// Per supported pair, `"model@processor"` -> [batch-1 execution ms, load

@@ -358,3 +358,44 @@ pub fn real_engine(proc: &ProcessorEntry) -> anyhow::Result<Arc<dyn Engine>> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use camdnn_policy::ProcId;
+
+    /// The shipped street config (its committed learned policy) and its system.
+    fn street() -> (DaemonConfig, System) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/camdnnd.toml");
+        let cfg = DaemonConfig::load(&path).expect("the shipped config loads");
+        let system = cfg
+            .pipeline
+            .system(|f| cfg.resolve(f))
+            .expect("its profile is valid");
+        (cfg, system)
+    }
+
+    #[test]
+    fn a_fitting_policy_is_kept_and_an_unfit_one_dropped_with_the_reason() {
+        let (mut cfg, system) = street();
+        assert!(
+            cfg.pipeline.policy.is_some(),
+            "the shipped config has a policy"
+        );
+        assert_eq!(drop_unfit_policy(&mut cfg, &system), None);
+        assert!(cfg.pipeline.policy.is_some());
+        // Another structure (one model slot less on a processor): the policy
+        // cannot run on it, so a tool measuring this board plans without it.
+        let other = system.clone().with_max_resident(ProcId(0), 1);
+        let why = drop_unfit_policy(&mut cfg, &other).expect("an unfit policy is dropped");
+        assert!(
+            why.contains("does not fit") && why.contains("structure"),
+            "{why}"
+        );
+        assert!(cfg.pipeline.policy.is_none());
+        assert!(
+            scheduler(&cfg, &other).is_ok(),
+            "the greedy planner runs on it"
+        );
+    }
+}

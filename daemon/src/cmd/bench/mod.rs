@@ -449,59 +449,32 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             pool.name = c.name.clone();
         }
     }
-    // Python: N processes round robin, and the one-process loop.
-    if !args.no_python {
-        if upstream {
-            contenders.push(Contender::new(
-                format!("Python, {workers} single-thread processes round robin"),
-                Kind::PythonUpstream {
-                    workers,
-                    threads: 1,
-                },
-                true,
-            ));
-            contenders.push(Contender::new(
-                format!(
-                    "Python, one process, {}",
-                    if args.python_threads == 0 {
-                        "default threads".to_string()
-                    } else {
-                        format!("{} threads", args.python_threads)
-                    }
-                ),
-                Kind::PythonUpstream {
-                    workers: 1,
-                    threads: args.python_threads,
-                },
-                args.open_all,
-            ));
-        } else if let (Some(kind), Some(_)) = (python::graph_kind(&p.models[root.0]), &args.image) {
-            contenders.push(Contender::new(
-                format!("Python {kind}, {workers} single-thread processes round robin"),
-                Kind::PythonGraph {
-                    kind,
-                    workers,
-                    threads: 1,
-                },
-                true,
-            ));
-            contenders.push(Contender::new(
-                format!(
-                    "Python {kind}, one process, {}",
-                    if args.python_threads == 0 {
-                        "default threads".to_string()
-                    } else {
-                        format!("{} threads", args.python_threads)
-                    }
-                ),
-                Kind::PythonGraph {
-                    kind,
-                    workers: 1,
-                    threads: args.python_threads,
-                },
-                args.open_all,
-            ));
-        }
+    // Python: N processes round robin, and the one-process loop (on
+    // upstream boxes, or an image graph through its registry package).
+    let graph = python::graph_kind(&p.models[root.0]).filter(|_| args.image.is_some());
+    if !args.no_python && (upstream || graph.is_some()) {
+        let prefix = graph.map_or_else(|| "Python".to_string(), |k| format!("Python {k}"));
+        let kind = |workers, threads| match graph.filter(|_| !upstream) {
+            Some(kind) => Kind::PythonGraph {
+                kind,
+                workers,
+                threads,
+            },
+            None => Kind::PythonUpstream { workers, threads },
+        };
+        contenders.push(Contender::new(
+            format!("{prefix}, {workers} single-thread processes round robin"),
+            kind(workers, 1),
+            true,
+        ));
+        contenders.push(Contender::new(
+            format!(
+                "{prefix}, one process, {}",
+                python::threads_label(args.python_threads)
+            ),
+            kind(1, args.python_threads),
+            args.open_all,
+        ));
     }
 
     let ctx = Ctx {

@@ -90,21 +90,11 @@ pub(super) fn upstream(
     let height = frames.first().map_or(args.height, |f| f.frame.height);
     let job = json!({"width": width, "height": height, "intra_threads": threads,
         "models": models, "warmup": to_json(warm), "frames": to_json(frames)});
-    let dir = std::env::temp_dir().join(format!("camdnnd-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let job_path = dir.join("job.json");
-    std::fs::write(&job_path, job.to_string())?;
-    let job_arg = [job_path.display().to_string()];
-    let result = run_workers(
-        args,
-        &args.python_script,
-        &job_arg,
-        &dir,
-        workers.max(1),
-        fps,
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    let results = result?;
+    let results = run_in_temp(args, &args.python_script, workers, fps, |dir| {
+        let job_path = dir.join("job.json");
+        std::fs::write(&job_path, job.to_string())?;
+        Ok(vec![job_path.display().to_string()])
+    })?;
     let (start, end, delays) = gather(&results, frames.len())?;
     let mut digests = vec![0u64; frames.len()];
     let mut work = Work::default();
@@ -148,6 +138,27 @@ pub(super) fn upstream(
         },
         work,
     })
+}
+
+/// Runs `n` workers of `script` in a fresh temporary folder, removed after;
+/// `prepare` writes what they need there first and returns their arguments.
+fn run_in_temp(
+    args: &Args,
+    script: &Path,
+    n: usize,
+    fps: Option<f64>,
+    prepare: impl FnOnce(&Path) -> anyhow::Result<Vec<String>>,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let dir = std::env::temp_dir().join(format!(
+        "camdnnd-bench-{}-{}",
+        std::process::id(),
+        script.file_stem().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let result = prepare(&dir)
+        .and_then(|script_args| run_workers(args, script, &script_args, &dir, n.max(1), fps));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }
 
 /// Starts `n` workers of `script` (with `script_args`), waits until each
@@ -275,18 +286,9 @@ pub(super) fn graph(
     if !args.python_package_defaults {
         script_args.push("--match-graph".into());
     }
-    let dir = std::env::temp_dir().join(format!("camdnnd-bench-graph-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let result = run_workers(
-        args,
-        &args.python_graph_script,
-        &script_args,
-        &dir,
-        workers.max(1),
-        fps,
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    let results = result?;
+    let results = run_in_temp(args, &args.python_graph_script, workers, fps, |_| {
+        Ok(script_args)
+    })?;
     let (start, end, delays) = gather(&results, frames)?;
     // Model file base name -> (model name, whether it is a root).
     let files: Vec<(String, String, bool)> = cfg
@@ -393,7 +395,8 @@ fn gather(results: &[serde_json::Value], frames: usize) -> anyhow::Result<(f64, 
     Ok((start, end, delays.into_iter().flatten().collect()))
 }
 
-fn threads_label(threads: usize) -> String {
+/// Intra-op threads as the tables name them.
+pub(super) fn threads_label(threads: usize) -> String {
     match threads {
         0 => "default threads".to_string(),
         1 => "1 thread".to_string(),
