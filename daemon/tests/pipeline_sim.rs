@@ -254,3 +254,40 @@ fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
     let reason = built.not_ready_reason().expect("a reason");
     assert!(reason.contains("scheduler thread has ended"), "{reason}");
 }
+
+/// Deadline admission: a frame whose deadline is shorter than its earliest
+/// possible answer (one classifier run on the sim engines takes longer) is
+/// answered `Dropped` by the admission (its counter says so: without it the
+/// frame would also end as a deadline drop, after running), and a frame with
+/// time to spare beside it is answered in full. The only test of this binary
+/// that installs the metrics recorder.
+#[test]
+fn a_frame_that_cannot_make_its_deadline_is_dropped_at_admission() {
+    let prom = camdnn_daemon::server::metrics::install(&Default::default(), "test").unwrap();
+    let mut cfg = config();
+    cfg.pipeline.deadline_admission = Some(0.0);
+    let built = pipeline::start(&cfg).unwrap();
+    let p = &built.pipeline;
+    let objects = [("person", 0.9), ("car", 0.8), ("bicycle", 0.7)];
+    let mut hopeless = frame(1, &objects);
+    hopeless.deadline = Some(camdnn_protocol::Deadline::RelativeUs(500));
+    let mut relaxed = frame(2, &objects);
+    relaxed.deadline = Some(camdnn_protocol::Deadline::RelativeUs(60_000_000));
+    let rx_hopeless = submit(p, hopeless);
+    let rx_relaxed = submit(p, relaxed);
+    match rx_hopeless.blocking_recv().unwrap() {
+        Outcome::Dropped(DropReason::DeadlinePassed) => {}
+        other => panic!("expected a deadline drop, got {other:?}"),
+    }
+    match rx_relaxed.blocking_recv().unwrap() {
+        Outcome::Done(r) => assert_eq!(r.objects.len(), objects.len()),
+        other => panic!("expected an answer, got {other:?}"),
+    }
+    let text = prom.render();
+    let drops = text
+        .lines()
+        .find(|l| l.starts_with("camdnn_deadline_admission_drops_total"))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse::<f64>().ok());
+    assert_eq!(drops, Some(1.0), "{text}");
+}

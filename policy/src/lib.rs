@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod adapt;
+pub mod admission;
 pub mod batcher;
 pub mod bound;
 mod cluster;

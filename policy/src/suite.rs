@@ -194,6 +194,7 @@ mod tests {
             flushes: [0; 3],
             epochs: 0,
             triggered_epochs: 0,
+            admission_drops: 0,
             adapt: None,
             epoch_loads: 0,
             duration_ms: 0.0,

@@ -112,6 +112,12 @@ pub struct Args {
     /// it idled (policy::adapt re-probing, on by default after 3 s).
     #[arg(long)]
     pub adapt_no_reprobe: bool,
+    /// Deadline admission (policy::admission): drop at arrival a frame that
+    /// cannot be answered within the deadline (--deadline-ms, default two
+    /// frame periods) even with every t_e at the live estimates' mean + Z
+    /// standard deviations (Z matters with --adapt; 0: the mean).
+    #[arg(long, value_name = "Z")]
+    pub deadline_admission: Option<f64>,
     /// The recovery figure instead of the comparison: camdnn adapting,
     /// camdnn on the epoch timer only and HEFT under --throttle, each
     /// window's on-time share against the best fixed schedule for the
@@ -185,7 +191,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             },
             ..AdaptConfig::default()
         }),
+        deadline_admission: args.deadline_admission.map(|tail_z| {
+            camdnn_policy::sim::DeadlineAdmission {
+                tail_z,
+                deadline_ms: args.deadline_ms,
+            }
+        }),
     };
+    if let Some(z) = args.deadline_admission {
+        if !(z.is_finite() && z >= 0.0) {
+            bail!("--deadline-admission {z}: must be a finite number of standard deviations >= 0");
+        }
+    }
     let deadline_ms = args.deadline_ms.unwrap_or(cfg.default_deadline_ms());
     if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
         bail!("--deadline-ms {deadline_ms}: must be a positive number of ms");

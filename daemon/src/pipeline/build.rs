@@ -195,6 +195,7 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
         adapt_profile_out: p.adapt_profile_out.clone(),
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
+        deadline_admission: p.deadline_admission,
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
     });

@@ -63,6 +63,13 @@ pub struct PipelineConfig {
     /// once, as the paper's dispatcher does).
     #[serde(default)]
     pub dispatch_ahead_ms: Option<f64>,
+    /// Deadline admission (`policy::admission`): a frame with a deadline
+    /// that cannot be answered by it, even with every t_e at the live
+    /// estimates' mean + this many standard deviations (0: the mean;
+    /// without `adapt` there is no spread), is answered `Dropped` at once
+    /// instead of taking processor time (absent: off).
+    #[serde(default)]
+    pub deadline_admission: Option<f64>,
     /// Optional learned global policy (ONNX + sidecar from `ilmodel export`).
     #[serde(default)]
     pub policy: Option<PolicyFiles>,
@@ -659,6 +666,11 @@ impl PipelineConfig {
         }
         if !(self.wait_ms.is_finite() && self.wait_ms >= 0.0) {
             bail!("pipeline.wait_ms = {}: must be >= 0", self.wait_ms);
+        }
+        if let Some(z) = self.deadline_admission {
+            if !(z.is_finite() && z >= 0.0) {
+                bail!("pipeline.deadline_admission = {z}: must be a finite number of standard deviations >= 0 (or left out)");
+            }
         }
         if let Some(h) = self.dispatch_ahead_ms {
             if !(h.is_finite() && h >= 0.0) {

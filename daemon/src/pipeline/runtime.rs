@@ -178,6 +178,8 @@ pub struct Parts {
     pub prep_threads: usize,
     /// Late binding: hold batches whose host has more queued work than this, ms.
     pub dispatch_ahead_ms: Option<f64>,
+    /// Deadline admission's z (`None`: off).
+    pub deadline_admission: Option<f64>,
     /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
     pub max_objects: usize,
 }
@@ -233,6 +235,7 @@ pub fn start(parts: Parts) -> Pipeline {
         frames: HashMap::new(),
         queues: HashMap::new(),
         placer: Placer::new(parts.dispatch_ahead_ms),
+        deadline_admission: parts.deadline_admission,
         max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
@@ -345,6 +348,7 @@ struct Actor {
     frames_this_epoch: u64,
     adapt: Option<camdnn_policy::adapt::Adapt>,
     adapt_profile_out: Option<std::path::PathBuf>,
+    deadline_admission: Option<f64>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
@@ -505,6 +509,9 @@ impl Actor {
                     });
                 }
                 self.frames.insert(id, state);
+                if !self.admissible(id, &crops) {
+                    return;
+                }
                 let counts = self.expect_crops(id, &crops);
                 self.note_scene(id, &counts);
                 self.prep.send(Job::DecodeAndCrop {
@@ -546,6 +553,47 @@ impl Actor {
             }
         }
         counts
+    }
+
+    /// Deadline admission of a frame about to start its level-1 `crops`
+    /// (`policy::admission`): false when it was answered `Dropped` because
+    /// it cannot be answered by its deadline.
+    fn admissible(&mut self, frame: u64, crops: &[CropSpec]) -> bool {
+        let (Some(z), Some(deadline)) = (
+            self.deadline_admission,
+            self.frames.get(&frame).and_then(|f| f.deadline),
+        ) else {
+            return true;
+        };
+        let mut level1 = vec![0u32; self.system.num_models()];
+        for c in crops {
+            level1[c.model.0] += 1;
+        }
+        // The detector has run (or runs upstream): only what follows it.
+        let scene = self.scene.scene(&self.system, &level1, 0);
+        let left_ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            * 1e3;
+        let now = self.now_ms();
+        let ok = match (&self.adapt, z) {
+            (Some(a), z) if z > 0.0 => {
+                let tail = camdnn_policy::admission::tail_view(&self.system, a.estimates(), z);
+                camdnn_policy::admission::reachable(&tail, &self.cluster, &scene, now, left_ms)
+            }
+            _ => camdnn_policy::admission::reachable(
+                &self.system,
+                &self.cluster,
+                &scene,
+                now,
+                left_ms,
+            ),
+        };
+        if !ok {
+            metrics::counter!("camdnn_deadline_admission_drops_total").increment(1);
+            self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));
+        }
+        ok
     }
 
     /// Records the scene r of a frame whose level-1 requests per model are
@@ -1129,6 +1177,12 @@ impl Actor {
             return;
         };
         let Some(image) = f.image.clone() else { return };
+        if self.system.models[crops[0].model.0].level == 1 && !self.admissible(frame, &crops) {
+            return;
+        }
+        let Some(f) = self.frames.get_mut(&frame) else {
+            return;
+        };
         f.pending += 1;
         let counts = self.expect_crops(frame, &crops);
         if self.system.models[crops[0].model.0].level == 1 {

@@ -66,6 +66,19 @@ pub struct SimConfig {
     /// the scheduler plans with the profile as given, re-planning on the
     /// epoch timer only.
     pub adapt: Option<AdaptConfig>,
+    /// Deadline admission ([`crate::admission`]): a frame whose earliest
+    /// answer is later than its deadline is dropped at arrival (`None`: off).
+    pub deadline_admission: Option<DeadlineAdmission>,
+}
+
+/// Knobs of deadline admission.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeadlineAdmission {
+    /// Every t_e is taken at the live estimates' mean + this many standard
+    /// deviations (without adaptation there is no spread: the profile's t_e).
+    pub tail_z: f64,
+    /// The deadline from a frame's arrival, ms (`None`: two frame periods).
+    pub deadline_ms: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -83,6 +96,7 @@ impl Default for SimConfig {
             batch_overhead_ms: 0.0,
             throttles: Vec::new(),
             adapt: None,
+            deadline_admission: None,
         }
     }
 }
@@ -152,6 +166,8 @@ pub struct SimReport {
     /// Global steps a detector triggered before the epoch timer (included
     /// in `epochs`).
     pub triggered_epochs: u32,
+    /// Frames deadline admission dropped at arrival (among the dropped).
+    pub admission_drops: u32,
     /// What adaptation did, when it was on.
     pub adapt: Option<AdaptCounts>,
 }
@@ -447,6 +463,7 @@ fn run(
             epoch_loads: 0,
             duration_ms: 0.0,
             triggered_epochs: 0,
+            admission_drops: 0,
             adapt: None,
         },
         sched: scheduler,
@@ -589,6 +606,21 @@ impl Sim<'_> {
         {
             self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
             return Ok(());
+        }
+        if let Some(d) = self.cfg.deadline_admission {
+            let deadline = d.deadline_ms.unwrap_or(self.cfg.default_deadline_ms());
+            let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
+            let view = match &self.adapt {
+                Some(a) if d.tail_z != 0.0 => {
+                    &crate::admission::tail_view(&self.view, a.estimates(), d.tail_z)
+                }
+                _ => &self.view,
+            };
+            if !crate::admission::reachable(view, &self.cluster, scene, now, deadline) {
+                self.report.admission_drops += 1;
+                self.frames[f] = None; // dropped: it cannot make its deadline
+                return Ok(());
+            }
         }
         if self.cfg.frame_prep_ms > 0.0 {
             self.push(now + self.cfg.frame_prep_ms, Kind::FramePrepared(f));

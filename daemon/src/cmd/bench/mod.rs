@@ -1403,6 +1403,7 @@ fn simulate_frames(
         batch_overhead_ms: host.batch_overhead_ms,
         throttles: Vec::new(),
         adapt: None,
+        deadline_admission: None,
     };
     Ok(simulate(system, s.as_mut(), trace, &sim_cfg)?)
 }

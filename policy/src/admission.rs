@@ -1,0 +1,104 @@
+//! Deadline admission: before a frame's requests are placed, whether it can
+//! still be answered by its deadline; one that cannot is answered at once as
+//! dropped instead of taking processor time from frames that can.
+//!
+//! A frame's earliest answer is the earliest moment any unit is free (after
+//! the work already queued on it) plus its makespan lower bound on idle units
+//! with the current residency ([`crate::bound::frame_bound`]), with every
+//! t_e taken at mean + z standard deviations of the live estimates
+//! ([`tail_view`]): z = 0 drops only frames that would miss even at the
+//! estimates' mean; a larger z admits a frame only when it makes its deadline
+//! although its batches run at the slow end of what they have been running at.
+
+use crate::bound::frame_bound;
+use crate::estimate::LiveEstimates;
+use crate::{Cluster, System};
+
+/// The earliest a frame with `scene[i]` requests of every model i (roots
+/// included when they still have to run) can be answered, ms after `now`,
+/// planned with `view`'s timings.
+pub fn earliest_answer_ms(view: &System, cluster: &Cluster, scene: &[u32], now: f64) -> f64 {
+    let free = view
+        .proc_ids()
+        .map(|j| cluster.rem_ms(j, now))
+        .fold(f64::INFINITY, f64::min);
+    let bound = frame_bound(view, scene, |i, j| cluster.is_resident(i, j)).bound_ms();
+    free.max(0.0) + bound
+}
+
+/// Whether that frame can be answered within `time_left_ms`.
+pub fn reachable(
+    view: &System,
+    cluster: &Cluster,
+    scene: &[u32],
+    now: f64,
+    time_left_ms: f64,
+) -> bool {
+    earliest_answer_ms(view, cluster, scene, now) <= time_left_ms
+}
+
+/// `view` with every supported t_e(i,j,k) at the estimates' mean + `z`
+/// standard deviations (its load times as they are).
+pub fn tail_view(view: &System, estimates: &LiveEstimates, z: f64) -> System {
+    let mut tail = view.clone();
+    for i in view.model_ids() {
+        for j in view.supporting(i) {
+            let exec: Vec<f64> = (1..=view.max_batch_on(i, j))
+                .map(|k| view.exec_ms(i, j, k) + z * estimates.exec_sd_ms(i, j, k))
+                .collect();
+            tail.set_pair_timings(i, j, &exec, view.load_ms(i, j));
+        }
+    }
+    tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimate::tests::board;
+    use crate::estimate::EstimateConfig;
+    use crate::{ModelId, ProcId};
+
+    const A: ModelId = ModelId(1);
+
+    #[test]
+    fn the_earliest_answer_waits_for_the_first_free_unit_and_counts_loads() {
+        let system = board();
+        let mut cluster = Cluster::new(&system);
+        // Nothing resident: the detector's load (100 ms) and run (20 ms) on
+        // the CPU, then model a's 4 requests split over both units at their
+        // best per-request times (8.5 ms on the CPU, 2.5 on the GPU, whose
+        // load started at arrival and is over by then): 4 / (1/8.5 + 1/2.5).
+        let scene = [1, 4];
+        let idle = earliest_answer_ms(&system, &cluster, &scene, 0.0);
+        let split = 4.0 / (1.0 / 8.5 + 1.0 / 2.5);
+        assert!((idle - (120.0 + split)).abs() < 1e-9, "{idle}");
+        // Both units busy: the answer moves by the earliest free one's wait.
+        cluster.run(&system, 0.0, A, ProcId(0), 4); // CPU: load 50 + 34
+        cluster.run(&system, 0.0, A, ProcId(1), 4); // GPU: load 80 + 10
+        let busy = earliest_answer_ms(&system, &cluster, &scene, 0.0);
+        assert!(busy >= 84.0 + 20.0, "{busy}");
+        assert!(reachable(&system, &cluster, &scene, 0.0, busy));
+        assert!(!reachable(&system, &cluster, &scene, 0.0, busy - 1.0));
+    }
+
+    #[test]
+    fn the_tail_view_adds_z_spreads_and_only_where_observed() {
+        let system = board();
+        let mut est = LiveEstimates::new(&system, EstimateConfig::default());
+        for x in [4.0, 6.0, 4.0, 6.0, 4.0, 6.0] {
+            est.observe_exec(A, ProcId(1), 1, x);
+        }
+        let sd = est.exec_sd_ms(A, ProcId(1), 1);
+        assert!(sd > 0.5, "{sd}");
+        let tail = tail_view(&system, &est, 2.0);
+        let t = tail.exec_ms(A, ProcId(1), 1);
+        assert!((t - (system.exec_ms(A, ProcId(1), 1) + 2.0 * sd)).abs() < 1e-9);
+        // z = 0 is the view itself.
+        let same = tail_view(&system, &est, 0.0);
+        assert_eq!(
+            same.exec_ms(A, ProcId(1), 1),
+            system.exec_ms(A, ProcId(1), 1)
+        );
+    }
+}
