@@ -390,6 +390,12 @@ pub const FAMILIES: &[Family] = &[
         Single,
     ),
     family(
+        "camdnn_deadline_admission_drops_total",
+        Counter,
+        "Frames answered deadline_passed before running because they could not make their deadline (pipeline.deadline_admission).",
+        Single,
+    ),
+    family(
         "camdnn_global_step_seconds",
         Histogram,
         "Time of one global step (re-planning residency and batching), seconds.",
