@@ -37,6 +37,54 @@ pub fn reachable(
     earliest_answer_ms(view, cluster, scene, now) <= time_left_ms
 }
 
+/// Deadline admission as the simulator and the daemon run it: the tail
+/// view is rebuilt only when the scheduler's view changed since the last
+/// decision (every estimate update goes through `System::set_pair_timings`,
+/// which bumps `System::generation`), not for every frame.
+#[derive(Clone, Debug)]
+pub struct Admission {
+    /// Standard deviations over the mean taken for every t_e.
+    tail_z: f64,
+    /// The tail view and the generation of the view it was built from.
+    cached: Option<(u64, System)>,
+}
+
+impl Admission {
+    /// Admission at mean + `tail_z` standard deviations.
+    pub fn new(tail_z: f64) -> Self {
+        Admission {
+            tail_z,
+            cached: None,
+        }
+    }
+
+    /// Whether a frame with `scene` can be answered within `time_left_ms`
+    /// of `now`, planned with `view` (the scheduler's view of the profile),
+    /// its t_e at the tail of `estimates` when there are any (without
+    /// adaptation, the view's own times).
+    pub fn admits(
+        &mut self,
+        view: &System,
+        estimates: Option<&LiveEstimates>,
+        cluster: &Cluster,
+        scene: &[u32],
+        now: f64,
+        time_left_ms: f64,
+    ) -> bool {
+        let planned = match estimates {
+            Some(est) if self.tail_z != 0.0 => {
+                let fresh = matches!(&self.cached, Some((g, _)) if *g == view.generation());
+                if !fresh {
+                    self.cached = Some((view.generation(), tail_view(view, est, self.tail_z)));
+                }
+                &self.cached.as_ref().expect("built above").1
+            }
+            _ => view,
+        };
+        reachable(planned, cluster, scene, now, time_left_ms)
+    }
+}
+
 /// `view` with every supported t_e(i,j,k) at the estimates' mean + `z`
 /// standard deviations (its load times as they are).
 pub fn tail_view(view: &System, estimates: &LiveEstimates, z: f64) -> System {

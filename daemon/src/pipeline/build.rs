@@ -135,9 +135,8 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
             _ => real_engine(proc)?,
         };
         if let Some(drill) = &proc.throttle_drill {
-            let t = drill
-                .throttle()
-                .with_context(|| format!("processor {:?}", proc.name))?;
+            // Valid: `check` above refused a bad drill.
+            let t = drill.throttle()?;
             tracing::warn!(processor = %proc.name, factor = t.factor, from = ?t.from, until = ?t.until, "throttling drill: this processor's batches will be slowed");
             engine = Arc::new(camdnn_engine::ThrottledEngine::new(engine, t)?);
         }

@@ -667,6 +667,13 @@ impl PipelineConfig {
         if !(self.wait_ms.is_finite() && self.wait_ms >= 0.0) {
             bail!("pipeline.wait_ms = {}: must be >= 0", self.wait_ms);
         }
+        for q in &self.processors {
+            if let Some(drill) = &q.throttle_drill {
+                drill
+                    .throttle()
+                    .with_context(|| format!("pipeline.processor {:?}", q.name))?;
+            }
+        }
         if let Some(z) = self.deadline_admission {
             if !(z.is_finite() && z >= 0.0) {
                 bail!("pipeline.deadline_admission = {z}: must be a finite number of standard deviations >= 0 (or left out)");

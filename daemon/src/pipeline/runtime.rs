@@ -235,7 +235,9 @@ pub fn start(parts: Parts) -> Pipeline {
         frames: HashMap::new(),
         queues: HashMap::new(),
         placer: Placer::new(parts.dispatch_ahead_ms),
-        deadline_admission: parts.deadline_admission,
+        deadline_admission: parts
+            .deadline_admission
+            .map(camdnn_policy::admission::Admission::new),
         max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
@@ -348,7 +350,8 @@ struct Actor {
     frames_this_epoch: u64,
     adapt: Option<camdnn_policy::adapt::Adapt>,
     adapt_profile_out: Option<std::path::PathBuf>,
-    deadline_admission: Option<f64>,
+    /// Deadline admission, when on.
+    deadline_admission: Option<camdnn_policy::admission::Admission>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
@@ -539,13 +542,19 @@ impl Actor {
         }
     }
 
-    /// Tells the batcher how many requests of each model `crops` bring and
-    /// counts them in the frame; those counts (index = `ModelId`).
-    fn expect_crops(&mut self, frame: u64, crops: &[CropSpec]) -> Vec<u32> {
+    /// How many requests of each model `crops` bring (index = `ModelId`).
+    fn crop_counts(&self, crops: &[CropSpec]) -> Vec<u32> {
         let mut counts = vec![0u32; self.system.num_models()];
         for c in crops {
             counts[c.model.0] += 1;
         }
+        counts
+    }
+
+    /// Tells the batcher how many requests of each model `crops` bring and
+    /// counts them in the frame; those counts (index = `ModelId`).
+    fn expect_crops(&mut self, frame: u64, crops: &[CropSpec]) -> Vec<u32> {
+        let counts = self.crop_counts(crops);
         for m in self.system.model_ids() {
             self.batcher.expect(frame, m, counts[m.0]);
             if let Some(f) = self.frames.get_mut(&frame) {
@@ -559,36 +568,24 @@ impl Actor {
     /// (`policy::admission`): false when it was answered `Dropped` because
     /// it cannot be answered by its deadline.
     fn admissible(&mut self, frame: u64, crops: &[CropSpec]) -> bool {
-        let (Some(z), Some(deadline)) = (
-            self.deadline_admission,
+        let deadline = match (
+            &self.deadline_admission,
             self.frames.get(&frame).and_then(|f| f.deadline),
-        ) else {
-            return true;
+        ) {
+            (Some(_), Some(d)) => d,
+            _ => return true,
         };
-        let mut level1 = vec![0u32; self.system.num_models()];
-        for c in crops {
-            level1[c.model.0] += 1;
-        }
         // The detector has run (or runs upstream): only what follows it.
-        let scene = self.scene.scene(&self.system, &level1, 0);
+        let scene = self.scene.scene(&self.system, &self.crop_counts(crops), 0);
         let left_ms = deadline
             .saturating_duration_since(Instant::now())
             .as_secs_f64()
             * 1e3;
         let now = self.now_ms();
-        let ok = match (&self.adapt, z) {
-            (Some(a), z) if z > 0.0 => {
-                let tail = camdnn_policy::admission::tail_view(&self.system, a.estimates(), z);
-                camdnn_policy::admission::reachable(&tail, &self.cluster, &scene, now, left_ms)
-            }
-            _ => camdnn_policy::admission::reachable(
-                &self.system,
-                &self.cluster,
-                &scene,
-                now,
-                left_ms,
-            ),
-        };
+        let estimates = self.adapt.as_ref().map(|a| a.estimates());
+        let ok = self.deadline_admission.as_mut().is_none_or(|admission| {
+            admission.admits(&self.system, estimates, &self.cluster, &scene, now, left_ms)
+        });
         if !ok {
             metrics::counter!("camdnn_deadline_admission_drops_total").increment(1);
             self.finish(frame, Some(Outcome::Dropped(DropReason::DeadlinePassed)));

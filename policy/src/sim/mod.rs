@@ -309,6 +309,8 @@ struct Sim<'a> {
     /// estimates when adaptation is on.
     view: System,
     adapt: Option<Adapt>,
+    /// Deadline admission, when on.
+    admission: Option<crate::admission::Admission>,
     /// When the camera stops, ms (no global step after it).
     end_of_camera_ms: f64,
     cfg: &'a SimConfig,
@@ -442,6 +444,9 @@ fn run(
         system,
         view: system.clone(),
         adapt: cfg.adapt.as_ref().map(|a| Adapt::new(system, a)),
+        admission: cfg
+            .deadline_admission
+            .map(|d| crate::admission::Admission::new(d.tail_z)),
         end_of_camera_ms: t0 + n_frames as f64 * 1000.0 / cfg.fps,
         cfg,
         cluster,
@@ -607,16 +612,11 @@ impl Sim<'_> {
             self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
             return Ok(());
         }
-        if let Some(d) = self.cfg.deadline_admission {
+        if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
             let deadline = d.deadline_ms.unwrap_or(self.cfg.default_deadline_ms());
             let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
-            let view = match &self.adapt {
-                Some(a) if d.tail_z != 0.0 => {
-                    &crate::admission::tail_view(&self.view, a.estimates(), d.tail_z)
-                }
-                _ => &self.view,
-            };
-            if !crate::admission::reachable(view, &self.cluster, scene, now, deadline) {
+            let estimates = self.adapt.as_ref().map(Adapt::estimates);
+            if !admission.admits(&self.view, estimates, &self.cluster, scene, now, deadline) {
                 self.report.admission_drops += 1;
                 self.frames[f] = None; // dropped: it cannot make its deadline
                 return Ok(());

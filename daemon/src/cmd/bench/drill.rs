@@ -7,7 +7,7 @@
 //! fresh profile's median.
 
 use anyhow::{bail, Context};
-use camdnn_policy::stats::Summary;
+use camdnn_policy::stats::{bootstrap_median, MedianCi, Summary};
 use camdnn_policy::System;
 
 use super::{drive, BenchFrame, Pace};
@@ -108,10 +108,12 @@ fn median(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| Summary::of(v).p50)
 }
 
-/// One variant's frames/s per window.
+/// One variant's frames/s per round and window.
 struct Variant {
     name: String,
-    fps: Vec<f64>,
+    fps: Vec<Vec<f64>>,
+    /// Frames never answered, over every round.
+    unanswered: usize,
 }
 
 /// Runs the drill on `frames` in windows of `window_frames`, the pipeline
@@ -125,8 +127,13 @@ pub(super) fn run(
     frames: &[BenchFrame],
     warm: &[BenchFrame],
     window_frames: usize,
+    rounds: usize,
+    bound: Option<f64>,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<()> {
+    if rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
     if window_frames == 0 || frames.len() < 2 * window_frames {
         bail!(
             "--drill needs at least two windows: {} frames, windows of {window_frames}",
@@ -190,35 +197,57 @@ pub(super) fn run(
         )),
         frames.len()
     );
-    let mut variants = Vec::new();
-    for (name, c) in &plans {
-        eprintln!("drill: {name} ...");
-        let built = pipeline::start(c).with_context(|| format!("starting the drill's {name}"))?;
-        let window = built.pipeline.max_in_flight().max(1);
-        rt.block_on(drive(&built, warm, Pace::Window(window)));
-        let mut fps = Vec::new();
-        for chunk in frames.chunks(window_frames) {
-            let (f, _, _) = rt.block_on(drive(&built, chunk, Pace::Window(window)));
-            fps.push(f.fps());
+    let runs = (|| -> anyhow::Result<Vec<Variant>> {
+        let mut variants: Vec<Variant> = plans
+            .iter()
+            .map(|(name, _)| Variant {
+                name: name.to_string(),
+                fps: Vec::new(),
+                unanswered: 0,
+            })
+            .collect();
+        // Interleaved rounds (A B C D A B C D ...): a host whose speed drifts
+        // slows every variant alike instead of one.
+        for round in 0..rounds {
+            for ((name, c), v) in plans.iter().zip(&mut variants) {
+                eprintln!("drill, round {}/{rounds}: {name} ...", round + 1);
+                let built =
+                    pipeline::start(c).with_context(|| format!("starting the drill's {name}"))?;
+                let window = built.pipeline.max_in_flight().max(1);
+                rt.block_on(drive(&built, warm, Pace::Window(window)));
+                let mut fps = Vec::new();
+                for chunk in frames.chunks(window_frames) {
+                    let (f, _, _) = rt.block_on(drive(&built, chunk, Pace::Window(window)));
+                    v.unanswered += f.failed;
+                    fps.push(f.fps());
+                }
+                v.fps.push(fps);
+            }
         }
-        drop(built);
-        variants.push(Variant {
-            name: name.to_string(),
-            fps,
-        });
-    }
+        Ok(variants)
+    })();
     let _ = std::fs::remove_dir_all(&dir);
-    print_drill(&variants, window_frames);
+    let runs = runs?;
+    print_drill(&runs, window_frames);
+    // How far the reference is from the limit (`policy::bound`).
+    let all: Vec<f64> = runs.first().map_or_else(Vec::new, |r| r.fps.concat());
+    if let (Some(bound), Some(m)) = (bound, median(&all)) {
+        println!(
+            "limit (the config's profile, this trace's mean scene, loads excluded): {bound:.2} frames/s; the reference's median window {m:.2} = {:.0}% of it",
+            100.0 * m / bound
+        );
+    }
     Ok(())
 }
 
-/// The first window from which every later one reaches at least `WITHIN`
-/// of the reference's same window (the same frames, so scenes of different
-/// weight compare like with like); `None` when the last window does not.
-fn recovered_from(fps: &[f64], reference: &[f64]) -> Option<usize> {
+/// The first window from which every later one's ratio to the
+/// reference's same window (the same frames, so scenes of different weight
+/// compare like with like) is at least `WITHIN`; `None` when the last
+/// window's is not.
+fn recovered_from(ratios: &[f64]) -> Option<usize> {
     let mut from = None;
-    for (w, (&x, &r)) in fps.iter().zip(reference).enumerate() {
-        if x >= WITHIN * r {
+    for (w, &x) in ratios.iter().enumerate() {
+        if x >= WITHIN {
             from.get_or_insert(w);
         } else {
             from = None;
@@ -227,53 +256,82 @@ fn recovered_from(fps: &[f64], reference: &[f64]) -> Option<usize> {
     from
 }
 
+/// Per window, a variant's frames/s over the reference's in the same
+/// round (paired, so the host's drift between rounds cancels): the median
+/// over rounds with its 95% bootstrap interval.
+fn window_ratios(v: &Variant, reference: &Variant) -> Vec<Option<MedianCi>> {
+    let windows = reference.fps.first().map_or(0, Vec::len);
+    (0..windows)
+        .map(|w| {
+            let r: Vec<f64> = v
+                .fps
+                .iter()
+                .zip(&reference.fps)
+                .filter_map(|(x, r)| Some(x.get(w)? / r.get(w)?))
+                .collect();
+            bootstrap_median(&r, 0.95, 2000, 0x0d71_11ed)
+        })
+        .collect()
+}
+
 fn print_drill(variants: &[Variant], window_frames: usize) {
     let Some((reference, drilled)) = variants.split_first() else {
         return;
     };
+    let rounds = reference.fps.len();
+    let ratios: Vec<Vec<Option<MedianCi>>> = drilled
+        .iter()
+        .map(|v| window_ratios(v, reference))
+        .collect();
     print!("{:<8} {:>28}", "frames", reference.name);
     for v in drilled {
-        print!(" {:>28} {:>7}", v.name, "/ ref");
+        print!(" {:>32}", format!("{} / ref", v.name));
     }
     println!();
-    for (w, &r) in reference.fps.iter().enumerate() {
-        print!("{:<8} {:>28.2}", (w + 1) * window_frames, r);
-        for v in drilled {
-            match v.fps.get(w) {
-                Some(x) => print!(" {x:>28.2} {:>6.2}x", x / r),
-                None => print!(" {:>28} {:>7}", "-", "-"),
-            }
+    for w in 0..ratios.first().map_or(0, Vec::len) {
+        let r: Vec<f64> = reference
+            .fps
+            .iter()
+            .filter_map(|f| f.get(w).copied())
+            .collect();
+        print!(
+            "{:<8} {:>28}",
+            (w + 1) * window_frames,
+            median(&r).map_or_else(|| "-".to_string(), |m| format!("{m:.2} fps"))
+        );
+        for vr in &ratios {
+            let cell = vr[w].map_or_else(
+                || "-".to_string(),
+                |c| format!("{:.2}x [{:.2}, {:.2}]", c.median, c.lo, c.hi),
+            );
+            print!(" {cell:>32}");
         }
         println!();
     }
     println!(
-        "frames/s per window; recovered = every later window at least {:.0}% of the same window with the config's profile",
-        WITHIN * 100.0
+        "per window of {window_frames} frames: the reference's median frames/s, and each variant's frames/s over the reference's in the same round, median [95% bootstrap interval] over {rounds} interleaved rounds; within 10% = every later window's median ratio at least {WITHIN}"
     );
-    let ratio = |v: &Variant| {
-        let r: Vec<f64> = v
-            .fps
-            .iter()
-            .zip(&reference.fps)
-            .map(|(x, r)| x / r)
-            .collect();
-        median(&r).unwrap_or(0.0)
-    };
-    for v in drilled {
-        match recovered_from(&v.fps, &reference.fps) {
+    for (v, vr) in drilled.iter().zip(&ratios) {
+        let medians: Vec<f64> = vr.iter().map(|c| c.map_or(0.0, |c| c.median)).collect();
+        let overall = median(&medians).unwrap_or(0.0);
+        match recovered_from(&medians) {
             Some(w) => println!(
-                "  {}: within 10% after {} frames (median window ratio {:.2}x)",
+                "  {}: within 10% after {} frames (median window ratio {overall:.2}x)",
                 v.name,
-                w * window_frames,
-                ratio(v)
+                w * window_frames
             ),
             None => println!(
-                "  {}: not within 10% to the end ({} frames; median window ratio {:.2}x)",
+                "  {}: not within 10% to the end ({} frames; median window ratio {overall:.2}x)",
                 v.name,
-                v.fps.len() * window_frames,
-                ratio(v)
+                medians.len() * window_frames
             ),
         }
+    }
+    for v in variants.iter().filter(|v| v.unanswered > 0) {
+        println!(
+            "  warning: {} left {} frames unanswered (they count in no window's frames/s)",
+            v.name, v.unanswered
+        );
     }
 }
 
@@ -332,16 +390,17 @@ mod tests {
 
     #[test]
     fn recovery_is_the_first_window_after_which_all_are_within_ten_per_cent() {
-        let r = [10.0; 4];
-        assert_eq!(recovered_from(&[5.0, 9.5, 10.0, 9.9], &r), Some(1));
+        assert_eq!(recovered_from(&[0.5, 0.95, 1.0, 0.99]), Some(1));
         // A relapse restarts the count.
-        assert_eq!(recovered_from(&[9.5, 5.0, 9.5, 9.6], &r), Some(2));
-        assert_eq!(recovered_from(&[9.5, 9.6, 5.0], &r), None);
-        assert_eq!(recovered_from(&[10.0, 10.0], &r), Some(0));
+        assert_eq!(recovered_from(&[0.95, 0.5, 0.95, 0.96]), Some(2));
+        assert_eq!(recovered_from(&[0.95, 0.96, 0.5]), None);
+        assert_eq!(recovered_from(&[1.0, 1.0]), Some(0));
         // Each window against the reference's same window: a light scene's
         // fast window does not hide a slow heavy one.
+        let window =
+            |v: &[f64], r: &[f64]| -> Vec<f64> { v.iter().zip(r).map(|(x, r)| x / r).collect() };
         assert_eq!(
-            recovered_from(&[20.0, 1.0, 2.0], &[21.0, 2.0, 2.0]),
+            recovered_from(&window(&[20.0, 1.0, 2.0], &[21.0, 2.0, 2.0])),
             Some(2)
         );
     }

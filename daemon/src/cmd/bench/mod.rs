@@ -170,8 +170,10 @@ pub struct Args {
     /// The recovery drill instead of the contenders: the pipeline starts
     /// from a profile whose times on PROCESSOR are FACTOR times the
     /// config's (`cpu-ort:2`: it looks twice as slow as it is), adapting and
-    /// on the epoch timer alone, beside the config's profile; frames/s per
-    /// window and frames until within 10% of the config's profile.
+    /// on the epoch timer alone, beside the config's profile, in --rounds
+    /// interleaved rounds; frames/s per window over the config's profile's
+    /// in the same round (median and interval over rounds) and frames until
+    /// within 10%.
     #[arg(long, value_name = "PROCESSOR:FACTOR")]
     pub drill: Option<String>,
     /// Frames per window of --drill.
@@ -347,6 +349,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             &frames,
             &warm,
             args.drill_window,
+            args.rounds,
+            trace
+                .as_ref()
+                .map(|t| sustainable_fps(&system, &mean_scene(&system, t, 1))),
             &rt,
         );
     }
