@@ -107,6 +107,21 @@ fn writes_board_files_that_load() {
             ))
             .unwrap()
         );
+        // Each shape's trace, readable by `camdnnd simulate --trace`.
+        let seed: u64 = name[4..5].parse().unwrap();
+        let heavy = camdnn_policy::gen::heavy_count(&system, 14.0);
+        for shape in camdnn_policy::gen::Shape::ALL {
+            let path = dir.join(format!("gen-{seed}-{}.txt", shape.name()));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let trace =
+                camdnn_policy::sim::Trace::parse(&text, system.request_models().count()).unwrap();
+            assert_eq!(
+                trace,
+                shape.trace(&system, seed, heavy),
+                "{}",
+                path.display()
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,9 +2,10 @@
 //! a headline measure that dropping frames cannot improve, with wins and
 //! losses of one reference scheduler against each other one.
 
+use crate::bound::frame_bound;
 use crate::schedulers::Scheduler;
 use crate::sim::{
-    default_deadline_ms, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
+    default_deadline_ms, full_scene, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
 };
 use crate::System;
 
@@ -41,6 +42,9 @@ pub struct Case {
     pub shape: String,
     /// (scheduler, headline), in the order the schedulers were given.
     pub results: Vec<(String, Headline)>,
+    /// [`median_bound_ms`] of the trace: no scheduler's median delay over
+    /// the offered frames can be lower.
+    pub median_bound_ms: f64,
 }
 
 impl Case {
@@ -70,7 +74,44 @@ pub fn run_case(
         board: board.into(),
         shape: shape.into(),
         results,
+        median_bound_ms: median_bound_ms(system, trace, cfg.root_items),
     })
+}
+
+/// The median over a trace's frames of each frame's makespan lower bound
+/// ([`frame_bound`]) with every model resident on every unit that supports
+/// it (no loads, no queueing, no N_j limit): each frame's delay is at least
+/// its bound, so the sorted delays dominate the sorted bounds rank by rank
+/// and no schedule's median delay over the offered frames is below this.
+/// `root_items` is the detector's runs per frame, as in [`SimConfig`].
+pub fn median_bound_ms(system: &System, trace: &Trace, root_items: u32) -> f64 {
+    let mut bounds: Vec<(f64, usize)> = trace
+        .segments
+        .iter()
+        .map(|seg| {
+            let mut scene = full_scene(system, &seg.scene);
+            for root in system.roots() {
+                scene[root.0] = root_items;
+            }
+            let b = frame_bound(system, &scene, |i, j| system.supports(i, j)).bound_ms();
+            (b, seg.frames)
+        })
+        .collect();
+    bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: usize = bounds.iter().map(|b| b.1).sum();
+    if total == 0 {
+        return 0.0;
+    }
+    // Nearest rank, as the accounting's percentiles.
+    let rank = ((total as f64) * 0.5).ceil().max(1.0) as usize;
+    let mut seen = 0;
+    for (b, n) in bounds {
+        seen += n;
+        if seen >= rank {
+            return b;
+        }
+    }
+    unreachable!("the ranks cover every frame")
 }
 
 /// How a reference scheduler did against one other scheduler over the cases
@@ -99,6 +140,10 @@ pub struct Tally {
     /// Cases where only the reference's median is infinite (it dropped half
     /// the frames or more, the other did not).
     pub reference_only_infinite: usize,
+    /// The ceiling of `median_speedup`: geometric mean over the same cases
+    /// of other's median / the case's [`Case::median_bound_ms`], the most
+    /// any scheduler could gain on `other` there.
+    pub median_ceiling: f64,
 }
 
 /// The reference's wins and losses on the on-time share against every other
@@ -125,8 +170,10 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                 median_speedup: 1.0,
                 finite_medians: 0,
                 reference_only_infinite: 0,
+                median_ceiling: 1.0,
             };
             let mut log_sum = 0.0;
+            let mut ceiling_log_sum = 0.0;
             for case in cases {
                 let (Some(r), Some(o)) = (case.of(reference), case.of(&other)) else {
                     continue;
@@ -150,6 +197,7 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                     (true, true) => {
                         t.finite_medians += 1;
                         log_sum += (o.median_ms / r.median_ms).ln();
+                        ceiling_log_sum += (o.median_ms / case.median_bound_ms).ln();
                     }
                     (false, true) => t.reference_only_infinite += 1,
                     _ => {}
@@ -157,6 +205,7 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
             }
             if t.finite_medians > 0 {
                 t.median_speedup = (log_sum / t.finite_medians as f64).exp();
+                t.median_ceiling = (ceiling_log_sum / t.finite_medians as f64).exp();
             }
             if t.cases == 0 {
                 t.worst_ratio = 1.0;
@@ -164,6 +213,36 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
             t
         })
         .collect()
+}
+
+/// The median speedup over `base` of a hindsight oracle that picks, case by
+/// case, the scheduler of `pool` with the lowest median delay among those at
+/// least as often on time as `base` (within `tie`); `base` itself when none
+/// is faster. Geometric mean over the cases where `base`'s median is finite.
+/// No online scheduler choosing among `pool`'s strategies can expect more
+/// than this without a better strategy than the pool has.
+pub fn hindsight_speedup(cases: &[Case], base: &str, pool: &[&str], tie: f64) -> f64 {
+    let mut log_sum = 0.0;
+    let mut n = 0usize;
+    for case in cases {
+        let Some(b) = case.of(base) else { continue };
+        if !b.median_ms.is_finite() {
+            continue;
+        }
+        let best = pool
+            .iter()
+            .filter_map(|name| case.of(name))
+            .filter(|h| h.on_time >= b.on_time - tie)
+            .map(|h| h.median_ms)
+            .fold(b.median_ms, f64::min);
+        log_sum += (b.median_ms / best).ln();
+        n += 1;
+    }
+    if n == 0 {
+        1.0
+    } else {
+        (log_sum / n as f64).exp()
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +304,7 @@ mod tests {
             board: "b".into(),
             shape: shape.into(),
             results: vec![("ref".into(), r), ("other".into(), o)],
+            median_bound_ms: 20.0,
         };
         let cases = [
             case("a", h(0.9, 50.0), h(0.8, 100.0)),
@@ -239,5 +319,38 @@ mod tests {
         assert_eq!((t.worst_ratio, t.worst_case.as_str()), (0.5, "b/b"));
         // (2 * 0.5 * 1) ^ (1/3) = 1.
         assert!((t.median_speedup - 1.0).abs() < 1e-12);
+        // The other's medians over the bound: (5 * 1.25 * 2) ^ (1/3).
+        assert!((t.median_ceiling - 12.5f64.powf(1.0 / 3.0)).abs() < 1e-12);
+        // Over "other", the oracle takes "ref" only where it is as often on
+        // time (a, c): 100/50 and 40/40; on b "other" stays (25/25).
+        let oracle = hindsight_speedup(&cases, "other", &["ref"], 0.001);
+        assert!((oracle - 2f64.powf(1.0 / 3.0)).abs() < 1e-12, "{oracle}");
+        // Over "ref", "other" is as often on time only on b and c: 50/25.
+        let oracle = hindsight_speedup(&cases, "ref", &["other"], 0.001);
+        assert!((oracle - 2f64.powf(1.0 / 3.0)).abs() < 1e-12, "{oracle}");
+    }
+
+    #[test]
+    fn the_median_bound_weighs_each_scene_by_its_frames() {
+        let system = crate::estimate::tests::board();
+        let trace = |empty: usize, busy: usize| Trace {
+            segments: vec![
+                crate::sim::Segment {
+                    frames: empty,
+                    scene: vec![0],
+                },
+                crate::sim::Segment {
+                    frames: busy,
+                    scene: vec![4],
+                },
+            ],
+        };
+        // An empty frame is the detector alone: 20 ms on the CPU.
+        assert_eq!(median_bound_ms(&system, &trace(3, 1), 1), 20.0);
+        let busy = frame_bound(&system, &[1, 4], |i, j| system.supports(i, j)).bound_ms();
+        assert!(busy > 20.0, "{busy}");
+        assert_eq!(median_bound_ms(&system, &trace(1, 3), 1), busy);
+        // Two detector runs per frame (a pyramid) cost more.
+        assert!(median_bound_ms(&system, &trace(3, 1), 2) > 20.0);
     }
 }

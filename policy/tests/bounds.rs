@@ -64,3 +64,37 @@ fn loads_raise_the_frame_bound_only_when_nothing_is_resident() {
     // (docs/results.md, Fig. 6): the bound must not exceed it.
     assert!(warm <= 71.4, "{warm}");
 }
+
+#[test]
+fn no_median_delay_is_below_the_suites_median_bound() {
+    use camdnn_policy::gen::{self, Shape};
+    use camdnn_policy::suite::{median_bound_ms, run_case};
+    let cfg = SimConfig::default();
+    for seed in [2, 7, 13] {
+        let system = System::from_spec(&gen::board(seed)).unwrap();
+        let heavy = gen::heavy_count(&system, cfg.fps);
+        for shape in Shape::ALL {
+            let trace = shape.trace(&system, seed, heavy);
+            let mut scheds: Vec<_> = ["camdnn-local", "heft", "camdnn-greedy"]
+                .iter()
+                .map(|n| schedulers::by_name(&system, n, 5.0).unwrap())
+                .collect();
+            let case = run_case(&system, "b", shape.name(), &trace, &mut scheds, &cfg).unwrap();
+            let bound = median_bound_ms(&system, &trace, cfg.root_items);
+            assert_eq!(case.median_bound_ms, bound);
+            assert!(
+                bound.is_finite() && bound > 0.0,
+                "gen-{seed}/{}",
+                shape.name()
+            );
+            for (name, h) in &case.results {
+                assert!(
+                    h.median_ms >= bound - 1e-9,
+                    "{name} on gen-{seed}/{}: median {} < bound {bound}",
+                    shape.name(),
+                    h.median_ms
+                );
+            }
+        }
+    }
+}

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
-use camdnn_policy::sim::SimConfig;
-use camdnn_policy::suite::{run_case, tally, Case};
+use camdnn_policy::sim::{fmt_delay, SimConfig};
+use camdnn_policy::suite::{hindsight_speedup, run_case, tally, Case};
 use camdnn_policy::System;
 
 /// Options of `camdnnd suite`.
@@ -37,7 +37,9 @@ pub struct Args {
     /// the `camdnn` (MLP) scheduler, and the report says so.
     #[arg(long)]
     pub policies: Option<PathBuf>,
-    /// Write every generated board's profile as DIR/gen-SEED.toml and exit.
+    /// Write every generated board's profile as DIR/gen-SEED.toml and its
+    /// traces as DIR/gen-SEED-SHAPE.txt (for `camdnnd simulate --trace`), and
+    /// exit.
     #[arg(long, value_name = "DIR")]
     pub write_boards: Option<PathBuf>,
     /// Comma-separated schedulers (default: `camdnn` where a policy is at
@@ -53,7 +55,9 @@ pub struct Args {
     /// Sync-timer WaitTime, ms.
     #[arg(long, default_value_t = 5.0)]
     pub wait_ms: f64,
-    /// Print every case's on-time shares, not only the tallies.
+    /// Print every case's on-time share / median delay (ms, `miss` when half
+    /// the frames were dropped) per scheduler and its median bound, not only
+    /// the tallies.
     #[arg(long)]
     pub cases: bool,
 }
@@ -90,6 +94,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             std::fs::write(&path, spec.to_toml())
                 .with_context(|| format!("writing {}", path.display()))?;
             println!("wrote {}", path.display());
+            let system = System::from_spec(&spec)
+                .with_context(|| format!("generated board {seed} does not validate"))?;
+            let heavy = gen::heavy_count(&system, args.fps);
+            for &shape in &shapes {
+                let path = dir.join(format!("{}-{}.txt", spec.name, shape.name()));
+                std::fs::write(&path, shape.trace(&system, seed, heavy).to_text())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
         }
         return Ok(());
     }
@@ -178,6 +190,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             print_tally(&cases, reference);
         }
     }
+    print_hindsight(&cases);
     Ok(())
 }
 
@@ -218,17 +231,42 @@ fn build(
     Ok(out)
 }
 
+/// The headroom of the median target over `camdnn-local`: what a hindsight
+/// choice of the best other strategy per case would gain. gpu-only is left
+/// out: it runs on its own board (every model resident on its best unit at
+/// once), not the case's.
+fn print_hindsight(cases: &[Case]) {
+    const BASE: &str = "camdnn-local";
+    let mut pool: Vec<&str> = Vec::new();
+    for case in cases {
+        for (name, _) in &case.results {
+            if name != BASE && name != "gpu-only" && !pool.contains(&name.as_str()) {
+                pool.push(name);
+            }
+        }
+    }
+    if pool.is_empty() || cases.iter().all(|c| c.of(BASE).is_none()) {
+        return;
+    }
+    println!(
+        "\nhindsight: the best of {} per case (as often on time as {BASE}, lowest median) would be {:.3}x {BASE}'s median (geometric mean)",
+        pool.join(", "),
+        hindsight_speedup(cases, BASE, &pool, TIE)
+    );
+}
+
 fn print_case(case: &Case, heavy: u32) {
     let cells: Vec<String> = case
         .results
         .iter()
-        .map(|(n, h)| format!("{n} {:.3}", h.on_time))
+        .map(|(n, h)| format!("{n} {:.3}/{}", h.on_time, fmt_delay(h.median_ms)))
         .collect();
     println!(
-        "{:<8} {:<10} heavy {:>2}: {}",
+        "{:<8} {:<10} heavy {:>2} median bound {:.1}: {}",
         case.board,
         case.shape,
         heavy,
+        case.median_bound_ms,
         cells.join("  ")
     );
 }
@@ -239,12 +277,15 @@ fn print_tally(cases: &[Case], reference: &str) {
         "\n{reference} against each scheduler over the {n} cases it ran (on-time share; ties within {TIE}):"
     );
     println!(
-        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>14}",
-        "other", "wins", "ties", "losses", "worst ratio", "worst case", "median speedup"
+        "(median speedup: geometric mean of other's median delay / {reference}'s; ceiling: of other's median / the case's median bound, the most any schedule could gain on other)"
+    );
+    println!(
+        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>14} {:>9}",
+        "other", "wins", "ties", "losses", "worst ratio", "worst case", "median speedup", "ceiling"
     );
     for t in tally(cases, reference, TIE) {
         println!(
-            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>13.3}x{}",
+            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>13.3}x {:>8.3}x{}",
             t.other,
             t.wins,
             t.cases - t.wins - t.losses,
@@ -252,6 +293,7 @@ fn print_tally(cases: &[Case], reference: &str) {
             t.worst_ratio,
             t.worst_case,
             t.median_speedup,
+            t.median_ceiling,
             if t.finite_medians < t.cases {
                 format!(
                     " (over {} finite medians; {} infinite only for {reference})",
