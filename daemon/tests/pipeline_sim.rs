@@ -3,12 +3,15 @@
 //! every routed object gets its classifier's output.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
+use camdnn_policy::schedulers::{Batching, EpochOutcome, Scheduler};
+use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
 use camdnn_protocol::{
     BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,
 };
@@ -137,6 +140,93 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
     }
     assert_eq!(built.pipeline.in_flight(), 0);
     built.pipeline.shutdown();
+}
+
+/// A real scheduler that also records each global step the scheduler
+/// thread runs: (now on the thread's clock, ms; frames it was given).
+struct Recording {
+    inner: Box<dyn Scheduler + Send>,
+    steps: Arc<Mutex<Vec<(f64, f64)>>>,
+}
+
+impl Scheduler for Recording {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn batching(&self) -> Batching {
+        self.inner.batching()
+    }
+    fn place(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Option<(ProcId, usize)> {
+        self.inner.place(system, cluster, now, i, waiting)
+    }
+    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
+        self.inner.batch_target(system, cluster, i)
+    }
+    fn initial_plan(&mut self, system: &System) -> Plan {
+        self.inner.initial_plan(system)
+    }
+    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
+        self.inner.frame_order(system, models)
+    }
+    fn system_override(&self, system: &System) -> Option<System> {
+        self.inner.system_override(system)
+    }
+    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
+        self.inner.observe_scene(system, cluster, now, scene)
+    }
+    fn on_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        scene: &[u32],
+        frames: f64,
+    ) -> EpochOutcome {
+        self.steps.lock().unwrap().push((now, frames));
+        self.inner.on_epoch(system, cluster, now, scene, frames)
+    }
+}
+
+/// The scheduler thread runs the global step as `policy::stepper` says:
+/// the first an epoch after the start with the frames offered before it,
+/// the next an epoch after that one with none offered (so 1), never early.
+#[test]
+fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 1000.0;
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    let built = pipeline::start_with(&cfg, move |inner| {
+        Box::new(Recording { inner, steps: seen })
+    })
+    .unwrap();
+    let rxs: Vec<_> = (0..6)
+        .map(|s| submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)])))
+        .collect();
+    for rx in rxs {
+        assert!(matches!(rx.blocking_recv().unwrap(), Outcome::Done(_)));
+    }
+    let waited = Instant::now();
+    while steps.lock().unwrap().len() < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(20),
+            "no second global step"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    built.pipeline.shutdown();
+    let steps = steps.lock().unwrap();
+    let (first, second) = (steps[0], steps[1]);
+    assert_eq!((first.1, second.1), (6.0, 1.0), "{steps:?}");
+    assert!(first.0 >= 1000.0, "{steps:?}");
+    assert!(second.0 - first.0 >= 1000.0, "{steps:?}");
 }
 
 #[test]

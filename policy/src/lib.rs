@@ -20,7 +20,9 @@
 //! - [`bound`]: lower bounds on a frame's makespan and upper bounds on a stream's rate;
 //! - [`estimate`]: live t_e / t_l estimates with their spread; [`drift`]: detectors of a
 //!   lasting change in a processor's speed or the scene mix; [`adapt`]: both driving the
-//!   scheduler's view of the profile and early global steps.
+//!   scheduler's view of the profile and early global steps;
+//! - [`stepper`]: when the global step runs and with what (epoch timer, frames counted,
+//!   adaptation's triggers); the simulator and the daemon drive the same one.
 
 #![warn(missing_docs)]
 
@@ -47,6 +49,7 @@ pub mod schedulers;
 pub mod sim;
 pub mod spec;
 pub mod stats;
+pub mod stepper;
 pub mod suite;
 mod system;
 

@@ -116,6 +116,16 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
 
 /// Starts the pipeline described by `cfg`.
 pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
+    start_with(cfg, |s| s)
+}
+
+/// Starts the pipeline described by `cfg`, its scheduler passed through
+/// `wrap` first: a wrapper that records or logs the decisions the
+/// scheduler thread asks for (the tests check when it runs the global step).
+pub fn start_with(
+    cfg: &DaemonConfig,
+    wrap: impl FnOnce(Box<dyn Scheduler + Send>) -> Box<dyn Scheduler + Send>,
+) -> anyhow::Result<Built> {
     let p = &cfg.pipeline;
     let system = check(cfg)?;
     let models: Vec<ModelRuntime> = p
@@ -151,7 +161,7 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     // free slots filled), loaded and warmed up (one batch-1 run) before we
     // report ready. An upstream detector holds its slot in the scheduler's
     // residency but is never loaded.
-    let mut scheduler = scheduler(cfg, &system)?;
+    let mut scheduler = wrap(scheduler(cfg, &system)?);
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
     cluster.preload(&system, &plan);

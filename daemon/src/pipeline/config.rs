@@ -30,7 +30,9 @@ pub struct PipelineConfig {
     /// Sync-timer WaitTime, ms.
     #[serde(default = "d_wait")]
     pub wait_ms: f64,
-    /// Global step interval, ms.
+    /// Global step interval, ms: the longest time between two global
+    /// steps, counted from the last one, timer or trigger (0: no timer;
+    /// `policy::stepper`).
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
     /// Adapt while running: every finished batch refines the live

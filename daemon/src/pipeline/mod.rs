@@ -11,7 +11,7 @@ pub mod prep;
 pub mod runtime;
 pub mod work;
 
-pub use build::{check, drop_unfit_policy, real_engine, scheduler, start, Built};
+pub use build::{check, drop_unfit_policy, real_engine, scheduler, start, start_with, Built};
 
 use std::time::Instant;
 

@@ -3,9 +3,10 @@
 //! pool and the processors' workers; decisions go out as commands to the
 //! workers. Every scheduling decision is the policy crate's, the code the
 //! simulator runs too: the scheduler object, the batcher, the placer (late
-//! binding, `policy::late_binding`) and the scene estimate
-//! (`policy::scene`); this thread turns them into commands. Nothing here
-//! blocks on inference.
+//! binding, `policy::late_binding`), the scene estimate (`policy::scene`),
+//! deadline admission (`policy::admission`) and when the global step runs
+//! and with what, adaptation included (`policy::stepper`); this thread
+//! turns them into commands. Nothing here blocks on inference.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use camdnn_policy::late_binding::Placer;
 use camdnn_policy::retry::LoadRetries;
 use camdnn_policy::scene::SceneEstimator;
 use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::stepper::{Cause, Stepper};
 use camdnn_policy::{Cluster, FinishMark, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
@@ -165,7 +167,8 @@ pub struct Parts {
     pub scheduler: Box<dyn Scheduler + Send>,
     /// WaitTime, ms.
     pub wait_ms: f64,
-    /// Global step interval, ms.
+    /// Global step interval, ms (0: no timer, adaptation's triggers alone;
+    /// `policy::stepper`).
     pub epoch_ms: f64,
     /// Live estimates and early global steps (`None`: the profile as given,
     /// the epoch timer alone).
@@ -214,16 +217,16 @@ pub fn start(parts: Parts) -> Pipeline {
         work: Arc::clone(&work),
         start: Instant::now(),
         batcher: SyncBatcher::new(parts.wait_ms),
-        next_epoch: parts.epoch_ms,
-        epoch_ms: parts.epoch_ms,
-        last_scene: vec![0; parts.system.num_models()],
+        // The actor's clock starts now (`start` above): at 0 ms.
+        stepper: Stepper::new(
+            &parts.system,
+            parts.epoch_ms,
+            0.0,
+            vec![0; parts.system.num_models()],
+            parts.adapt.as_ref(),
+        ),
         scene: SceneEstimator::new(&parts.system),
-        frames_this_epoch: 0,
         adapt_profile_out: parts.adapt_profile_out,
-        adapt: parts
-            .adapt
-            .as_ref()
-            .map(|c| camdnn_policy::adapt::Adapt::new(&parts.system, c)),
         system: parts.system,
         models: parts.models,
         sources: parts.sources,
@@ -342,13 +345,11 @@ struct Actor {
     batches: HashMap<u64, BatchMeta>,
     next_frame: u64,
     next_batch: u64,
-    next_epoch: f64,
-    epoch_ms: f64,
-    last_scene: Vec<u32>,
+    /// When the global step runs and with what (the epoch timer, frames
+    /// offered, the latest scene), and adaptation with its triggers.
+    stepper: Stepper,
     /// Estimates the requests of models whose parents have not run yet.
     scene: SceneEstimator,
-    frames_this_epoch: u64,
-    adapt: Option<camdnn_policy::adapt::Adapt>,
     adapt_profile_out: Option<std::path::PathBuf>,
     /// Deadline admission, when on.
     deadline_admission: Option<camdnn_policy::admission::Admission>,
@@ -370,7 +371,7 @@ impl Actor {
                 .batcher
                 .next_deadline()
                 .unwrap_or(f64::INFINITY)
-                .min(self.next_epoch)
+                .min(self.stepper.due_ms())
                 .min(self.placer.wake_ms(&self.system, &self.cluster, now))
                 .min(self.retries.next_due().unwrap_or(f64::INFINITY));
             let timeout = if wake.is_finite() {
@@ -389,10 +390,7 @@ impl Actor {
             for f in due {
                 self.flush(f);
             }
-            if now >= self.next_epoch {
-                self.global_step(now);
-                self.next_epoch = now + self.epoch_ms;
-            }
+            self.global_step(now);
             self.recover(now);
             if !self.placer.is_empty() {
                 self.release_held();
@@ -405,7 +403,7 @@ impl Actor {
         for w in &self.workers {
             let _ = w.send(camdnn_engine::Command::Shutdown);
         }
-        if let (Some(path), Some(_)) = (&self.adapt_profile_out, &self.adapt) {
+        if let (Some(path), Some(_)) = (&self.adapt_profile_out, self.stepper.adapt()) {
             match std::fs::write(path, self.system.to_spec().to_toml()) {
                 Ok(()) => {
                     tracing::info!(path = %path.display(), "live estimates written as a profile")
@@ -439,7 +437,7 @@ impl Actor {
         let id = self.next_frame;
         self.next_frame += 1;
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        self.frames_this_epoch += 1;
+        self.stepper.frame_offered();
         metrics::counter!("camdnn_pipeline_frames_total").increment(1);
         let deadline = frame.deadline.map(|d| match d {
             Deadline::RelativeUs(us) => received + Duration::from_micros(us),
@@ -582,7 +580,7 @@ impl Actor {
             .as_secs_f64()
             * 1e3;
         let now = self.now_ms();
-        let estimates = self.adapt.as_ref().map(|a| a.estimates());
+        let estimates = self.stepper.adapt().map(|a| a.estimates());
         let ok = self.deadline_admission.as_mut().is_none_or(|admission| {
             admission.admits(&self.system, estimates, &self.cluster, &scene, now, left_ms)
         });
@@ -601,15 +599,18 @@ impl Actor {
             .frames
             .get(&frame)
             .map_or(1, |f| f.det_transforms.len().max(1) as u32);
-        self.last_scene = self.scene.scene(&self.system, level1, root_items);
+        let scene = self.scene.scene(&self.system, level1, root_items);
         let now = self.now_ms();
-        self.scheduler
-            .observe_scene(&self.system, &self.cluster, now, &self.last_scene);
-        if let Some(a) = &mut self.adapt {
-            if a.observe_scene(now, &self.last_scene).is_some() {
-                metrics::counter!("camdnn_adapt_triggers_total").increment(1);
-                self.next_epoch = now; // the scheduler loop runs the step
-            }
+        let trigger = self.stepper.observe_scene(
+            &mut *self.scheduler,
+            &self.system,
+            &self.cluster,
+            now,
+            scene,
+        );
+        if trigger.is_some() {
+            // The step is due now: the scheduler loop runs it.
+            metrics::counter!("camdnn_adapt_triggers_total").increment(1);
         }
     }
 
@@ -1282,47 +1283,49 @@ impl Actor {
         let _ = f.reply.send(outcome);
     }
 
-    /// The scheduler's global step (camdnn: re-plan residency and batching
-    /// for the latest scene, adopted only when it pays for its loads), then
-    /// the workers follow the new residency.
     /// Feeds a finished batch to the live estimates; a detected speed
-    /// change brings the global step forward to now.
+    /// change makes the global step due now (the scheduler loop runs it).
     fn adapt_to(&mut self, i: ModelId, j: ProcId, k: usize, report: &RunReport, now: f64) {
-        let Some(a) = &mut self.adapt else {
+        if self.stepper.adapt().is_none() {
             return;
-        };
+        }
         let exec_ms = report.exec_time().as_secs_f64() * 1e3;
-        if a.observe_batch(&mut self.system, now, i, j, k, exec_ms, None)
+        if self
+            .stepper
+            .observe_batch(&mut self.system, now, i, j, k, exec_ms, None)
             .is_some()
         {
             metrics::counter!("camdnn_adapt_triggers_total").increment(1);
-            self.next_epoch = now;
         }
         metrics::gauge!("camdnn_estimate_exec_seconds", "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone())
             .set(self.system.exec_ms(i, j, 1) / 1e3);
     }
 
+    /// The global step if the stepper says one is due at `now` (camdnn:
+    /// re-plan residency and batching for the latest scene, adopted only
+    /// when it pays for its loads), then the workers follow the new
+    /// residency.
     fn global_step(&mut self, now: f64) {
-        if let Some(a) = &mut self.adapt {
-            for j in a.reprobe(&mut self.system, now) {
-                tracing::info!(processor = %self.system.processors[j.0].name, "re-probing a processor estimated slow that ran nothing lately");
-            }
-            a.stepped(now, &self.last_scene);
-        }
         let t0 = Instant::now();
-        let frames = (self.frames_this_epoch as f64).max(1.0);
-        let out = self.scheduler.on_epoch(
-            &self.system,
+        let Some(step) = self.stepper.step_if_due(
+            &mut *self.scheduler,
+            &mut self.system,
             &mut self.cluster,
             now,
-            &self.last_scene,
-            frames,
-        );
+        ) else {
+            return;
+        };
+        for j in &step.reprobed {
+            tracing::info!(processor = %self.system.processors[j.0].name, "re-probing a processor estimated slow that ran nothing lately");
+        }
         for j in self.system.proc_ids() {
             self.sync_residency(j);
         }
-        metrics::counter!("camdnn_global_step_reallocations_total").increment(u64::from(out.loads));
-        self.frames_this_epoch = 0;
+        metrics::counter!("camdnn_global_step_reallocations_total")
+            .increment(u64::from(step.outcome.loads));
+        if let Cause::Trigger(t) = step.cause {
+            tracing::debug!(trigger = ?t, frames = step.frames, "global step brought forward");
+        }
         metrics::histogram!("camdnn_global_step_seconds").record(t0.elapsed().as_secs_f64());
     }
 }

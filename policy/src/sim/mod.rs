@@ -25,6 +25,7 @@ use crate::late_binding::{Batch, Placer};
 use crate::scene::SceneEstimator;
 use crate::schedulers::{Batching, Scheduler};
 use crate::stats::Summary;
+use crate::stepper::{Cause, Stepper};
 use crate::{Cluster, InputError, ModelId, Placement, ProcId, System};
 
 /// Simulation knobs.
@@ -308,7 +309,9 @@ struct Sim<'a> {
     /// The profile the scheduler plans with: the given one, refined by live
     /// estimates when adaptation is on.
     view: System,
-    adapt: Option<Adapt>,
+    /// When the global step runs and with what, adaptation's triggers
+    /// included (the daemon's code).
+    stepper: Stepper,
     /// Deadline admission, when on.
     admission: Option<crate::admission::Admission>,
     /// When the camera stops, ms (no global step after it).
@@ -321,7 +324,6 @@ struct Sim<'a> {
     seq: u64,
     frames: Vec<Option<FrameState>>,
     report: SimReport,
-    last_scene: Vec<u32>,
     /// The scene a frame is planned for once its detector ran, as the
     /// daemon estimates it (deeper models from their parents' recent share).
     scene: SceneEstimator,
@@ -443,7 +445,13 @@ fn run(
     let mut sim = Sim {
         system,
         view: system.clone(),
-        adapt: cfg.adapt.as_ref().map(|a| Adapt::new(system, a)),
+        stepper: Stepper::new(
+            system,
+            cfg.epoch_ms,
+            t0,
+            full_scene(system, &trace.segments[0].scene),
+            cfg.adapt.as_ref(),
+        ),
         admission: cfg
             .deadline_admission
             .map(|d| crate::admission::Admission::new(d.tail_z)),
@@ -472,7 +480,6 @@ fn run(
             adapt: None,
         },
         sched: scheduler,
-        last_scene: full_scene(system, &trace.segments[0].scene),
         scene: SceneEstimator::new(system),
         placer: Placer::new(cfg.dispatch_ahead_ms),
         next_retry: 0.0,
@@ -508,9 +515,7 @@ fn run(
             f += 1;
         }
     }
-    if cfg.epoch_ms > 0.0 {
-        sim.push(t0 + cfg.epoch_ms, Kind::Epoch);
-    }
+    sim.push_epoch();
     while let Some(ev) = sim.events.pop() {
         match ev.kind {
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
@@ -530,12 +535,7 @@ fn run(
                     sim.flush(ev.t, fl)?;
                 }
             }
-            Kind::Epoch => {
-                if ev.t < sim.end_of_camera_ms {
-                    sim.global_step(ev.t);
-                    sim.push(ev.t + cfg.epoch_ms, Kind::Epoch);
-                }
-            }
+            Kind::Epoch => sim.step_if_due(ev.t),
             Kind::BatchDone {
                 model,
                 proc,
@@ -544,36 +544,51 @@ fn run(
                 load_ms,
             } => {
                 let load = (load_ms > 0.0).then_some(load_ms);
-                let due = sim.adapt.as_mut().and_then(|a| {
-                    a.observe_batch(&mut sim.view, ev.t, model, proc, size, exec_ms, load)
-                });
-                if due.is_some() && ev.t < sim.end_of_camera_ms {
-                    sim.report.triggered_epochs += 1;
-                    sim.global_step(ev.t);
+                let view = &mut sim.view;
+                if sim
+                    .stepper
+                    .observe_batch(view, ev.t, model, proc, size, exec_ms, load)
+                    .is_some()
+                {
+                    sim.step_if_due(ev.t);
                 }
             }
         }
     }
-    sim.report.adapt = sim.adapt.as_ref().map(Adapt::counts);
+    sim.report.adapt = sim.stepper.adapt().map(Adapt::counts);
     Ok(sim.report)
 }
 
 impl Sim<'_> {
-    /// The scheduler's global step at `now` for the latest scene, with the
-    /// epoch's frames (the timer's or a detector's).
-    fn global_step(&mut self, now: f64) {
-        let fpe = self.cfg.epoch_ms.max(1.0) * self.cfg.fps / 1000.0;
-        if let Some(a) = &mut self.adapt {
-            a.reprobe(&mut self.view, now);
+    /// The global step, if the stepper says one is due at `now` and the
+    /// camera still runs (none after it stopped), then the timer's next
+    /// event. An `Epoch` event the step made stale (a triggered step moved
+    /// the timer) finds nothing due.
+    fn step_if_due(&mut self, now: f64) {
+        if now >= self.end_of_camera_ms {
+            return;
         }
-        let out = self
-            .sched
-            .on_epoch(&self.view, &mut self.cluster, now, &self.last_scene, fpe);
-        self.report.loads += out.loads;
-        self.report.epoch_loads += out.loads;
+        let Some(step) =
+            self.stepper
+                .step_if_due(&mut *self.sched, &mut self.view, &mut self.cluster, now)
+        else {
+            return;
+        };
+        self.report.loads += step.outcome.loads;
+        self.report.epoch_loads += step.outcome.loads;
         self.report.epochs += 1;
-        if let Some(a) = &mut self.adapt {
-            a.stepped(now, &self.last_scene);
+        if matches!(step.cause, Cause::Trigger(_)) {
+            self.report.triggered_epochs += 1;
+        }
+        self.push_epoch();
+    }
+
+    /// An `Epoch` event when the stepper's timer is next due, if before the
+    /// camera stops.
+    fn push_epoch(&mut self) {
+        let due = self.stepper.timer_due_ms();
+        if due < self.end_of_camera_ms {
+            self.push(due, Kind::Epoch);
         }
     }
 
@@ -587,6 +602,7 @@ impl Sim<'_> {
     }
 
     fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
+        self.stepper.frame_offered();
         self.report.frames[f].rem_at_arrival_ms = self.cluster.rem_all(now);
         let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
         let fresh = match &self.last_bound {
@@ -615,7 +631,7 @@ impl Sim<'_> {
         if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
             let deadline = d.deadline_ms.unwrap_or(self.cfg.default_deadline_ms());
             let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
-            let estimates = self.adapt.as_ref().map(Adapt::estimates);
+            let estimates = self.stepper.adapt().map(Adapt::estimates);
             if !admission.admits(&self.view, estimates, &self.cluster, scene, now, deadline) {
                 self.report.admission_drops += 1;
                 self.frames[f] = None; // dropped: it cannot make its deadline
@@ -670,7 +686,7 @@ impl Sim<'_> {
     /// hand-over cost.
     fn record_batch(&mut self, b: Batch, mut p: Placement) {
         let (f, i, j, k) = (b.frame as usize, b.model, b.proc, b.size);
-        if !self.cfg.throttles.is_empty() || self.adapt.is_some() {
+        if !self.cfg.throttles.is_empty() || self.stepper.adapt().is_some() {
             // The batch really takes the board's times, throttled, not the
             // times the scheduler expected.
             let factor = Throttle::factor(&self.cfg.throttles, j, p.start_ms);
@@ -684,7 +700,7 @@ impl Sim<'_> {
             p.load_ms = load;
             p.finish_ms = p.start_ms + load + exec + self.cfg.batch_overhead_ms;
             self.cluster.correct_finish(mark, p.finish_ms);
-            if self.adapt.is_some() {
+            if self.stepper.adapt().is_some() {
                 let done = Kind::BatchDone {
                     model: i,
                     proc: j,
@@ -734,13 +750,10 @@ impl Sim<'_> {
         if system.models[i.0].parent.is_none() {
             // Planned as the daemon plans it: level-1 counts known, deeper
             // models estimated.
-            self.last_scene = self.scene.scene(system, &fs.scene, self.cfg.root_items);
-            self.sched
-                .observe_scene(&self.view, &self.cluster, now, &self.last_scene);
+            let scene = self.scene.scene(system, &fs.scene, self.cfg.root_items);
             step_due = self
-                .adapt
-                .as_mut()
-                .and_then(|a| a.observe_scene(now, &self.last_scene))
+                .stepper
+                .observe_scene(&mut *self.sched, &self.view, &self.cluster, now, scene)
                 .is_some();
         }
         // Release the children's requests, crops prepared in parallel,
@@ -773,10 +786,9 @@ impl Sim<'_> {
         for (t, c) in releases {
             self.push(t, Kind::Ready { frame: f, model: c });
         }
-        if step_due && now < self.end_of_camera_ms {
+        if step_due {
             // The scene mix changed lastingly: re-plan before the epoch timer.
-            self.report.triggered_epochs += 1;
-            self.global_step(now);
+            self.step_if_due(now);
         }
     }
 

@@ -1,0 +1,161 @@
+//! The simulator runs the global step when `policy::stepper` says, with the
+//! frames it counts: checked on the scheduler's side, by recording every
+//! `on_epoch` call against step times and frame counts derived from the
+//! camera's rate and the epoch alone.
+
+use camdnn_policy::adapt::AdaptConfig;
+use camdnn_policy::schedulers::{self, Batching, EpochOutcome, Scheduler};
+use camdnn_policy::sim::{simulate, SimConfig, SimReport, Throttle, Trace};
+use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
+
+const RB5: &str = include_str!("../../config/profiles/rb5.toml");
+
+/// A real scheduler that also records each global step: (now, frames).
+struct Recording {
+    inner: Box<dyn Scheduler + Send>,
+    steps: Vec<(f64, f64)>,
+}
+
+impl Scheduler for Recording {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn batching(&self) -> Batching {
+        self.inner.batching()
+    }
+    fn place(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Option<(ProcId, usize)> {
+        self.inner.place(system, cluster, now, i, waiting)
+    }
+    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
+        self.inner.batch_target(system, cluster, i)
+    }
+    fn initial_plan(&mut self, system: &System) -> Plan {
+        self.inner.initial_plan(system)
+    }
+    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
+        self.inner.frame_order(system, models)
+    }
+    fn system_override(&self, system: &System) -> Option<System> {
+        self.inner.system_override(system)
+    }
+    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
+        self.inner.observe_scene(system, cluster, now, scene)
+    }
+    fn on_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        scene: &[u32],
+        frames: f64,
+    ) -> EpochOutcome {
+        self.steps.push((now, frames));
+        self.inner.on_epoch(system, cluster, now, scene, frames)
+    }
+}
+
+fn run(trace: &str, cfg: &SimConfig) -> (SimReport, Vec<(f64, f64)>) {
+    let system = System::from_toml(RB5).expect("rb5 is valid");
+    let mut s = Recording {
+        inner: schedulers::by_name(&system, "camdnn-greedy", 5.0).expect("a known scheduler"),
+        steps: Vec::new(),
+    };
+    let trace = Trace::parse(trace, 3).expect("a valid trace");
+    let report = simulate(&system, &mut s, &trace, cfg).expect("the run completes");
+    (report, s.steps)
+}
+
+#[test]
+fn the_timer_steps_every_epoch_with_the_frames_that_arrived() {
+    // 10 fps: frame k arrives at 100 k ms; 35 frames, the camera stops at
+    // 3500 ms. An epoch of 1030 ms (no arrival on a step): steps at 1030
+    // (frames 0..=10), 2060 (11..=20) and 3090 (21..=30); none after the
+    // camera stopped.
+    let cfg = SimConfig {
+        fps: 10.0,
+        epoch_ms: 1030.0,
+        ..SimConfig::default()
+    };
+    let (report, steps) = run("35 2 1 1\n", &cfg);
+    assert_eq!(steps, vec![(1030.0, 11.0), (2060.0, 10.0), (3090.0, 10.0)]);
+    assert_eq!((report.epochs, report.triggered_epochs), (3, 0));
+}
+
+#[test]
+fn no_timer_at_epoch_zero() {
+    let cfg = SimConfig {
+        fps: 10.0,
+        epoch_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let (report, steps) = run("35 2 1 1\n", &cfg);
+    assert!(steps.is_empty(), "{steps:?}");
+    assert_eq!(report.epochs, 0);
+}
+
+#[test]
+fn a_triggered_step_restarts_the_timer_and_every_step_counts_its_frames() {
+    // A scene change and a GPU slowed 2x from 1.5 s: adaptation triggers
+    // steps between the timer's.
+    let system = System::from_toml(RB5).expect("rb5 is valid");
+    let gpu = system.proc_by_name("gpu").expect("rb5 has a gpu");
+    let (fps, epoch) = (14.0, 1500.0);
+    let cfg = SimConfig {
+        fps,
+        epoch_ms: epoch,
+        throttles: vec![Throttle {
+            proc: gpu,
+            factor: 2.0,
+            from_ms: 1500.0,
+            until_ms: f64::INFINITY,
+        }],
+        adapt: Some(AdaptConfig::default()),
+        ..SimConfig::default()
+    };
+    let (report, steps) = run("30 2 2 2\n30 12 12 12\n40 2 2 2\n", &cfg);
+    assert!(report.triggered_epochs > 0, "{report:?}");
+    assert_eq!(steps.len(), report.epochs as usize);
+    let camera_stops = 100.0 * 1000.0 / fps;
+    let arrivals: Vec<f64> = (0..100).map(|k| k as f64 * 1000.0 / fps).collect();
+    let mut prev = 0.0;
+    let mut on_timer = 0;
+    for (n, &(t, frames)) in steps.iter().enumerate() {
+        assert!(
+            t < camera_stops,
+            "step {n} at {t} ms after the camera stopped"
+        );
+        // The epoch is the longest time without a step, from the start or
+        // the last step, whatever ran it.
+        let gap = t - prev;
+        assert!(
+            gap <= epoch + 1e-9,
+            "step {n} at {t} ms: {gap} ms after the last"
+        );
+        if (gap - epoch).abs() < 1e-9 {
+            on_timer += 1;
+        }
+        // The frames offered since the last step (a frame arriving at a
+        // step's time was offered before it), at least 1.
+        let counted = arrivals
+            .iter()
+            .filter(|&&a| a <= t && (n == 0 || a > prev))
+            .count()
+            .max(1);
+        assert_eq!(frames, counted as f64, "step {n} at {t} ms");
+        prev = t;
+    }
+    // Every step the timer ran came exactly an epoch after the one before
+    // (not on a fixed grid from the start).
+    assert_eq!(
+        on_timer,
+        report.epochs - report.triggered_epochs,
+        "{steps:?}"
+    );
+}
