@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the committed learned global policy of a profile:
-#   ILP demonstrations -> MLP training (candle) -> ONNX + sidecar export -> fidelity check.
+#   ILP demonstrations -> MLP training (candle) -> ONNX + sidecar export -> decoding
+#   calibration (training split) -> fidelity check (held-out split).
 #
 #   scripts/train_policy.sh                        # rb5, seed 1
 #   SEED=2 scripts/train_policy.sh config/profiles/rb5.toml
@@ -42,6 +43,9 @@ mkdir -p "$WORK" "$OUT"
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
     --epochs "$EPOCHS" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
+    --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
+# The decoding's share floor, chosen on the training split only.
+"$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"

@@ -47,6 +47,9 @@ enum Command {
     Export(camdnn_ilmodel::train::cli::ExportArgs),
     /// IL fidelity of an exported policy vs the ILP on held-out demonstrations.
     Eval(camdnn_ilmodel::train::cli::EvalArgs),
+    /// Choose the decoding's share floor on the training split of the
+    /// demonstrations and write it into the policy's sidecar.
+    Calibrate(camdnn_ilmodel::train::cli::CalibrateArgs),
     /// Re-run every experiment of the paper and write docs/results.md.
     Reproduce(ReproduceArgs),
 }
@@ -161,6 +164,7 @@ fn main() -> Result<()> {
         Command::Train(args) => camdnn_ilmodel::train::cli::run_train(&args),
         Command::Export(args) => camdnn_ilmodel::train::cli::run_export(&args),
         Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
+        Command::Calibrate(args) => camdnn_ilmodel::train::cli::run_calibrate(&args),
         Command::Reproduce(args) => run_reproduce(&args),
     }
 }

@@ -73,3 +73,76 @@ fn bad_options_and_other_systems_are_refused() {
     let err = load_demos(dir.path(), &other).err().unwrap();
     assert!(err.to_string().contains("hash"), "{err}");
 }
+
+#[test]
+fn calibration_picks_the_share_floor_on_the_training_split_only() {
+    use camdnn_ilmodel::train::cli::{run_calibrate, CalibrateArgs, MIN_SHARE_CANDIDATES};
+    use camdnn_ilmodel::train::{eval::fidelity, is_heldout};
+    use camdnn_policy::mlp::MlpPolicy;
+    let dir = tempfile::tempdir().unwrap();
+    let demos = dir.path().join("demos");
+    small_demos(&demos);
+    let system = System::from_toml(RB5).unwrap();
+    let set = load_demos(&demos, RB5).unwrap();
+    let trained = train(&system, RB5, &set, &config(3, 20), |_| {}).unwrap();
+    let onnx = dir.path().join("p.onnx");
+    let side = dir.path().join("p.policy.json");
+    let sys = dir.path().join("rb5.toml");
+    std::fs::write(&sys, RB5).unwrap();
+    std::fs::write(
+        &onnx,
+        camdnn_ilmodel::export::onnx_bytes(&trained.model).unwrap(),
+    )
+    .unwrap();
+    let text = camdnn_ilmodel::export::sidecar_json(&trained.model, false, &system).unwrap();
+    std::fs::write(&side, &text).unwrap();
+    let args = CalibrateArgs {
+        system: sys.clone(),
+        demos: demos.clone(),
+        onnx: onnx.clone(),
+        sidecar: side.clone(),
+    };
+    run_calibrate(&args).unwrap();
+    let bytes = std::fs::read(&onnx).unwrap();
+    let calibrated = std::fs::read_to_string(&side).unwrap();
+    let mut policy = MlpPolicy::new(&system, &bytes, &calibrated).unwrap();
+    let chosen = policy.sidecar().outputs.min_share;
+    assert!(MIN_SHARE_CANDIDATES.contains(&chosen), "{chosen}");
+    // No other candidate does better on the training split.
+    let t = policy.sidecar().training.clone();
+    let train_split: Vec<_> = set
+        .demos
+        .iter()
+        .filter(|d| !is_heldout(t.seed, &d.scene, t.heldout_fraction))
+        .collect();
+    let mean = |p: &mut MlpPolicy, m: f64| {
+        p.set_min_share(m);
+        fidelity(&system, p, &train_split).unwrap().mean
+    };
+    let best = mean(&mut policy, chosen);
+    for m in MIN_SHARE_CANDIDATES {
+        assert!(best <= mean(&mut policy, m) + 1e-12, "{chosen} vs {m}");
+    }
+    // Other demonstrations than the trained-on ones are refused.
+    let other = dir.path().join("other");
+    generate(&DemoConfig {
+        system_toml: RB5.into(),
+        out: other.clone(),
+        seed: 6,
+        max_objects: 4,
+        samples: 40,
+        rem_max_ms: 60.0,
+        frames_per_epoch: 70.0,
+        chunk_size: 40,
+        jobs: 2,
+        time_limit_s: 10.0,
+        progress: false,
+    })
+    .unwrap();
+    let err = run_calibrate(&CalibrateArgs {
+        demos: other,
+        ..args
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("not the demonstrations"), "{err}");
+}

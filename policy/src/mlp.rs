@@ -82,8 +82,18 @@ pub struct OutputSpec {
     pub slots: Vec<String>,
     /// prob >= threshold means a non-zero count.
     pub threshold: f32,
+    /// The share floor of the share decodings, requests: a host whose share
+    /// of a model's requests is under it is dropped
+    /// ([`search::Search::set_min_share`]). Chosen by `ilmodel calibrate` on
+    /// the training split (never the held-out one); 0.5 when absent.
+    #[serde(default = "default_min_share")]
+    pub min_share: f64,
     /// The decoding, in words.
     pub decoding: String,
+}
+
+fn default_min_share() -> f64 {
+    search::DEFAULT_MIN_SHARE
 }
 
 /// Training parameters (reproducibility).
@@ -385,14 +395,22 @@ impl MlpPolicy {
                 "sidecar threshold {threshold} is not in (0, 1)"
             )));
         }
+        let min_share = sidecar.outputs.min_share;
+        if !(min_share.is_finite() && min_share >= 0.0) {
+            return Err(MlpError::Onnx(format!(
+                "sidecar min_share {min_share} is not a non-negative number"
+            )));
+        }
         let net = OnnxMlp::load(onnx, encoding.num_features(), slots.len())?;
+        let mut search = search::Search::new(system);
+        search.set_min_share(min_share);
         Ok(MlpPolicy {
             name: format!("mlp({})", system.name),
             features: vec![0.0; encoding.num_features()],
             prob: vec![0.0; slots.len()],
             count: vec![0.0; slots.len()],
             weights: Vec::new(),
-            search: search::Search::new(system),
+            search,
             local_search: sidecar.local_search,
             decoding: Decoding::ExpectedShares,
             threshold,
@@ -419,6 +437,12 @@ impl MlpPolicy {
     /// Turns the local search on or off (the sidecar sets the default).
     pub fn set_local_search(&mut self, on: bool) {
         self.local_search = on;
+    }
+
+    /// Sets the share floor of the share decodings (the sidecar's
+    /// `min_share` by default); `ilmodel calibrate` tries several.
+    pub fn set_min_share(&mut self, min_share: f64) {
+        self.search.set_min_share(min_share);
     }
 
     /// Chooses how the network's outputs become a plan (default

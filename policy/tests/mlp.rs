@@ -64,6 +64,11 @@ fn bad_input_lengths_give_an_error_not_a_panic() {
 
 /// Decodes request weights (model by processor, rb5's 4 x 3) for `scene`.
 fn split(scene: [u32; 4], weights: [[f64; 3]; 4]) -> (System, Plan) {
+    split_with_floor(scene, weights, 0.5)
+}
+
+/// [`split`] with a share floor of `min_share` requests.
+fn split_with_floor(scene: [u32; 4], weights: [[f64; 3]; 4], min_share: f64) -> (System, Plan) {
     let system = rb5();
     let rem = [0.0; 3];
     let a_old = [false; 12];
@@ -74,7 +79,9 @@ fn split(scene: [u32; 4], weights: [[f64; 3]; 4]) -> (System, Plan) {
         frames_per_epoch: 70.0,
     };
     let w: Vec<f64> = weights.iter().flatten().copied().collect();
-    let plan = Search::new(&system)
+    let mut search = Search::new(&system);
+    search.set_min_share(min_share);
+    let plan = search
         .by_weights(&system, &input, &Plan::empty(&system), &w)
         .unwrap();
     (system, plan)
@@ -118,6 +125,45 @@ fn a_host_under_half_a_request_is_dropped_and_the_rest_still_sums_to_r() {
         [[0.0; 3], [0.0; 3], [-1.0, f64::NAN, 9.0], [0.0; 3]],
     );
     assert_eq!(served(&system, &plan, 2), vec![0, 0, 0]);
+}
+
+#[test]
+fn the_share_floor_drops_a_host_given_less_than_it() {
+    // 9 requests, the GPU's weight worth 0.9 of one: kept (rounded to one
+    // request on a host of its own) at the default floor of half a request,
+    // dropped at a floor of one request, its share going to the DSP.
+    let weights = [[0.0; 3], [0.0, 0.1, 0.9], [0.0; 3], [0.0; 3]];
+    let (system, plan) = split_with_floor([0, 9, 0, 0], weights, 0.5);
+    assert_eq!(served(&system, &plan, 1), vec![0, 1, 8]);
+    let (system, plan) = split_with_floor([0, 9, 0, 0], weights, 1.0);
+    assert_eq!(served(&system, &plan, 1), vec![0, 0, 9]);
+    assert!(!plan.resident(ModelId(1), ProcId(1)));
+    // The model's largest host is never dropped, whatever the floor.
+    let (system, plan) = split_with_floor([0, 1, 0, 0], weights, 5.0);
+    assert_eq!(served(&system, &plan, 1), vec![0, 0, 1]);
+}
+
+#[test]
+fn the_sidecar_share_floor_is_read_and_checked() {
+    let system = rb5();
+    let side: serde_json::Value = serde_json::from_str(SIDECAR).unwrap();
+    let with = |v: serde_json::Value| {
+        let mut s = side.clone();
+        s["outputs"]["min_share"] = v;
+        s.to_string()
+    };
+    // Absent: the default floor; a bad one is refused, naming the field.
+    let mut absent = side.clone();
+    absent["outputs"]
+        .as_object_mut()
+        .unwrap()
+        .remove("min_share");
+    let p = MlpPolicy::new(&system, ONNX, &absent.to_string()).unwrap();
+    assert_eq!(p.sidecar().outputs.min_share, 0.5);
+    let err = MlpPolicy::new(&system, ONNX, &with(serde_json::json!(-1.0))).unwrap_err();
+    assert!(err.to_string().contains("min_share"), "{err}");
+    let p = MlpPolicy::new(&system, ONNX, &with(serde_json::json!(1.0))).unwrap();
+    assert_eq!(p.sidecar().outputs.min_share, 1.0);
 }
 
 fn inputs() -> impl Strategy<Value = (Vec<u32>, Vec<f64>, Vec<bool>, f64)> {

@@ -1,4 +1,5 @@
-//! The `ilmodel train`, `ilmodel export` and `ilmodel eval` subcommands.
+//! The `ilmodel train`, `ilmodel export`, `ilmodel calibrate` and `ilmodel
+//! eval` subcommands.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -87,6 +88,27 @@ pub struct EvalArgs {
     #[arg(long)]
     pub sidecar: PathBuf,
 }
+
+/// `ilmodel calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// System TOML file.
+    #[arg(long)]
+    pub system: PathBuf,
+    /// The demonstrations the policy was trained on; only its training split
+    /// (the scenes not held out by the sidecar's seed and fraction) is used.
+    #[arg(long)]
+    pub demos: PathBuf,
+    /// ONNX policy.
+    #[arg(long)]
+    pub onnx: PathBuf,
+    /// Its sidecar, rewritten with the chosen share floor.
+    #[arg(long)]
+    pub sidecar: PathBuf,
+}
+
+/// The share floors `ilmodel calibrate` tries, requests.
+pub const MIN_SHARE_CANDIDATES: [f64; 6] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5];
 
 fn read_system(path: &Path) -> Result<(String, System)> {
     let text =
@@ -236,5 +258,65 @@ pub fn run_eval(args: &EvalArgs) -> Result<()> {
             f.optimal * 100.0
         );
     }
+    Ok(())
+}
+
+/// Runs `ilmodel calibrate`: the share floor of the expected-shares decoding
+/// ([`MIN_SHARE_CANDIDATES`]) with the lowest mean extra makespan of the MLP
+/// alone (repair, no local search) over the ILP on the *training* split of
+/// the demonstrations, written into the sidecar. The held-out split stays
+/// unseen, so `ilmodel eval` and `ilmodel reproduce` still measure the
+/// policy on scenes nothing was fitted to.
+pub fn run_calibrate(args: &CalibrateArgs) -> Result<()> {
+    let (text, system) = read_system(&args.system)?;
+    let onnx =
+        std::fs::read(&args.onnx).with_context(|| format!("reading {}", args.onnx.display()))?;
+    let side_text = std::fs::read_to_string(&args.sidecar)
+        .with_context(|| format!("reading {}", args.sidecar.display()))?;
+    let mut policy = MlpPolicy::new(&system, &onnx, &side_text)?;
+    let mut side = policy.sidecar().clone();
+    let t = side.training.clone();
+    let set = load_demos(&args.demos, &text)?;
+    if set.fnv1a64 != t.demos_fnv1a64 {
+        bail!(
+            "{} (FNV-1a {}) are not the demonstrations the policy was trained on ({}): calibrating on them could fit the held-out scenes",
+            args.demos.display(),
+            set.fnv1a64,
+            t.demos_fnv1a64
+        );
+    }
+    let train_split: Vec<&Demo> = set
+        .demos
+        .iter()
+        .filter(|d| !is_heldout(t.seed, &d.scene, t.heldout_fraction))
+        .collect();
+    policy.set_decoding(Decoding::ExpectedShares);
+    policy.set_local_search(false);
+    let mut best: Option<(f64, f64)> = None;
+    for &m in &MIN_SHARE_CANDIDATES {
+        policy.set_min_share(m);
+        let f = eval::fidelity(&system, &mut policy, &train_split)?;
+        println!(
+            "min_share {m:.2}: MLP alone on {} training instances, extra latency over the ILP mean {:.3}%, p99 {:.3}%",
+            f.instances,
+            f.mean * 100.0,
+            f.p99 * 100.0
+        );
+        if best.is_none_or(|b| f.mean < b.1 - 1e-12) {
+            best = Some((m, f.mean));
+        }
+    }
+    let (m, mean) = best.context("no share floor was evaluated")?;
+    side.outputs.min_share = m;
+    side.outputs.decoding = export::DECODING.to_string();
+    let json = serde_json::to_string_pretty(&side)? + "\n";
+    MlpPolicy::new(&system, &onnx, &json).context("the calibrated sidecar does not load back")?;
+    std::fs::write(&args.sidecar, json)
+        .with_context(|| format!("writing {}", args.sidecar.display()))?;
+    println!(
+        "chose min_share {m} (training split mean {:.3}%); wrote {}",
+        mean * 100.0,
+        args.sidecar.display()
+    );
     Ok(())
 }

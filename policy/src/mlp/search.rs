@@ -15,6 +15,10 @@ pub const MAX_REQUESTS: usize = 64;
 /// Most improving moves applied per plan (each is O(n_m n_p^2 n_b)).
 const MAX_MOVES: usize = 200;
 
+/// The default share floor of [`Search::by_weights`]: a host given less
+/// than half a request is dropped.
+pub const DEFAULT_MIN_SHARE: f64 = 0.5;
+
 /// Precomputed batching tables and reusable state for one system.
 #[derive(Clone, Debug)]
 pub struct Search {
@@ -32,6 +36,8 @@ pub struct Search {
     mem: Vec<f64>,
     /// [`System::generation`] the tables were built from.
     generation: u64,
+    /// Share floor of [`Search::by_weights`], requests.
+    min_share: f64,
 }
 
 impl Search {
@@ -68,7 +74,16 @@ impl Search {
             count: vec![0; np],
             mem: vec![0.0; np],
             generation: system.generation(),
+            min_share: DEFAULT_MIN_SHARE,
         }
+    }
+
+    /// Sets the share floor of [`Search::by_weights`]: a host whose share of
+    /// a model's requests is under `min_share` requests is dropped (unless it
+    /// is the model's largest). A learned policy's sidecar carries the floor
+    /// calibrated on its training demonstrations.
+    pub fn set_min_share(&mut self, min_share: f64) {
+        self.min_share = min_share;
     }
 
     /// Share decoding: reads n(i,j) = sum_k k b_k(i,j) of a raw plan as
@@ -84,8 +99,9 @@ impl Search {
     /// Decodes non-negative request weights w(i,j) (row-major, model by
     /// processor) into a plan: each model's r_i requests are split in
     /// proportion to its weights (largest remainder, after dropping hosts
-    /// whose share is under half a request; a model with no weight keeps
-    /// none, for repair to place), and every pair is batched by its
+    /// whose share is under the floor, half a request unless set by
+    /// [`Search::set_min_share`]; a model with no weight keeps none, for
+    /// repair to place), and every pair is batched by its
     /// min-cost composition. Residency follows the batches, plus `roots`'
     /// residency of the root models. `None` beyond the tables.
     pub fn by_weights(
@@ -127,14 +143,14 @@ impl Search {
             if raw_total <= 0.0 || want == 0 {
                 continue;
             }
-            // A host whose share is under half a request is dropped (it would
-            // cost a residency, often a load, for a fraction of a request),
-            // unless it is the model's largest.
+            // A host whose share is under the floor is dropped (it would cost
+            // a residency, often a load, and a batch of its own for a fraction
+            // of a request), unless it is the model's largest.
             let top = (0..self.np)
                 .max_by(|&a, &b| raw_w(a).total_cmp(&raw_w(b)).then(b.cmp(&a)))
                 .expect("n_p >= 1");
             let w = |j: usize| {
-                if j == top || want as f64 * raw_w(j) / raw_total >= 0.5 {
+                if j == top || want as f64 * raw_w(j) / raw_total >= self.min_share {
                     raw_w(j)
                 } else {
                     0.0
@@ -193,7 +209,9 @@ impl Search {
     /// (live estimates: [`System::set_pair_timings`]).
     pub fn refresh(&mut self, system: &System) {
         if system.generation() != self.generation {
+            let min_share = self.min_share;
             *self = Search::new(system);
+            self.min_share = min_share;
         }
     }
 
