@@ -98,3 +98,26 @@ fn no_median_delay_is_below_the_suites_median_bound() {
         }
     }
 }
+
+#[test]
+fn frames_dropped_at_admission_are_no_throughput() {
+    // The rate bound's overload run queues every frame (the no-drop mode),
+    // whatever the configuration's deadline admission: a scheduler cannot
+    // reach above the sustainable rate by dropping frames it was offered.
+    use camdnn_policy::sim::DeadlineAdmission;
+    let system = System::from_toml(RB5).unwrap();
+    let trace = Trace::random(3, 3, 6, 20, 14);
+    let cfg = SimConfig {
+        deadline_admission: Some(DeadlineAdmission {
+            tail_z: 0.0,
+            deadline_ms: Some(60.0),
+        }),
+        ..SimConfig::default()
+    };
+    assert!(cfg.clone().no_drop().deadline_admission.is_none());
+    for name in ["camdnn-local", "heft"] {
+        let mut s = schedulers::by_name(&system, name, 5.0).unwrap();
+        let rate = rate_bound(&system, s.as_mut(), &trace, &cfg).unwrap();
+        assert!(rate.ratio() <= 1.0 + 1e-9, "{name}: {rate:?}");
+    }
+}

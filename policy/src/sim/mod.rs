@@ -108,6 +108,7 @@ impl SimConfig {
     pub fn no_drop(self) -> SimConfig {
         SimConfig {
             drop_behind_ms: Some(f64::INFINITY),
+            deadline_admission: None,
             ..self
         }
     }

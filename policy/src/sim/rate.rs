@@ -73,8 +73,10 @@ pub fn rate_bound(
     let r = simulate(system, scheduler, trace, &overload)?;
     let first = r.frames.first().map_or(0.0, |f| f.arrival_ms);
     let span = (r.duration_ms - first).max(1e-9);
+    // Answered frames only: a frame dropped anyway is no throughput.
+    let answered = r.frames.iter().filter(|f| f.delay_ms.is_some()).count();
     Ok(RateBound {
-        achieved_fps: r.frames.len() as f64 * 1000.0 / span,
+        achieved_fps: answered as f64 * 1000.0 / span,
         sustainable_fps: bound,
     })
 }
