@@ -25,6 +25,7 @@ pub mod oracle;
 pub mod reproduce;
 pub mod rng;
 pub mod train;
+pub mod visited;
 
 pub use error::{BruteError, DemoError, OracleError};
 pub use oracle::{solve, IlpPolicy, IlpSolution, OracleOptions, SolveStatus};

@@ -50,6 +50,10 @@ enum Command {
     /// Choose the decoding's share floor on the training split of the
     /// demonstrations and write it into the policy's sidecar.
     Calibrate(camdnn_ilmodel::train::cli::CalibrateArgs),
+    /// IL fidelity on the states the policy itself visits: camdnn with the
+    /// policy runs the suite's scene shapes, every global step's input is
+    /// solved by the ILP and planned by the MLP alone and with its search.
+    Visited(VisitedArgs),
     /// Re-run every experiment of the paper and write docs/results.md.
     Reproduce(ReproduceArgs),
 }
@@ -156,6 +160,74 @@ struct DemosArgs {
     merge: bool,
 }
 
+#[derive(Args)]
+struct VisitedArgs {
+    /// System TOML file.
+    #[arg(long)]
+    system: PathBuf,
+    /// Learned policy (ONNX); its sidecar is the same path with
+    /// `.policy.json`. Default: config/policies/NAME.onnx.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Trace seeds 1..=SEEDS of every shape (800 frames each).
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+}
+
+fn run_visited(args: &VisitedArgs) -> Result<()> {
+    let (_, system) = load_system(&args.system)?;
+    let onnx_path = args
+        .policy
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("config/policies/{}.onnx", system.name)));
+    let onnx = std::fs::read(&onnx_path).with_context(|| {
+        format!(
+            "reading {} (train one with scripts/train_policy.sh)",
+            onnx_path.display()
+        )
+    })?;
+    let side_path = onnx_path.with_extension("policy.json");
+    let side = std::fs::read_to_string(&side_path)
+        .with_context(|| format!("reading {}", side_path.display()))?;
+    let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
+    load()?;
+    let cfg = camdnn_policy::sim::SimConfig::default();
+    let states = camdnn_ilmodel::visited::visit(
+        &system,
+        || load().expect("loaded above"),
+        args.seeds,
+        &cfg,
+        5.0,
+    )?;
+    let mut alone = load()?;
+    alone.set_local_search(false);
+    let mut searched = load()?;
+    searched.set_local_search(true);
+    let mut policies = [alone, searched];
+    let s = camdnn_ilmodel::visited::fidelity_on(&system, &mut policies, &states)?;
+    println!(
+        "{} global steps of camdnn ({}) over {} shapes x {} trace seeds on {}; extra makespan over the ILP on those states:",
+        states.len(),
+        onnx_path.display(),
+        camdnn_policy::gen::Shape::ALL.len(),
+        args.seeds,
+        system.name
+    );
+    for (label, f) in [
+        ("MLP alone (repaired, no search)", s[0]),
+        ("MLP + local search", s[1]),
+    ] {
+        println!(
+            "  {label}: mean {:+.3}%, p50 {:+.3}%, p99 {:+.3}%, max {:+.3}%",
+            f.mean * 100.0,
+            f.p50 * 100.0,
+            f.p99 * 100.0,
+            f.max * 100.0
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Solve(inst) => run_solve(&inst),
@@ -165,6 +237,7 @@ fn main() -> Result<()> {
         Command::Export(args) => camdnn_ilmodel::train::cli::run_export(&args),
         Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
         Command::Calibrate(args) => camdnn_ilmodel::train::cli::run_calibrate(&args),
+        Command::Visited(args) => run_visited(&args),
         Command::Reproduce(args) => run_reproduce(&args),
     }
 }
