@@ -661,11 +661,6 @@ fn solve_chunk(
     bar: &ProgressBar,
     stop: &AtomicBool,
 ) -> Result<(), DemoError> {
-    let (nm, np, nb) = (
-        system.num_models(),
-        system.num_processors(),
-        system.max_batch,
-    );
     let options = OracleOptions {
         time_limit_s: config.time_limit_s,
         tie_break: true,
@@ -691,43 +686,9 @@ fn solve_chunk(
             residency: &a_old,
             frames_per_epoch: config.frames_per_epoch,
         };
-        let matrix = |v: &[bool]| -> Vec<Vec<bool>> { v.chunks(np).map(|r| r.to_vec()).collect() };
-        let mut demo = Demo {
-            index,
-            scene: scene.clone(),
-            rem_ms: rem.clone(),
-            a_old: matrix(&a_old),
-            frames_per_epoch: config.frames_per_epoch,
-            status: DemoStatus::Infeasible,
-            t_ms: None,
-            resident: None,
-            batches: None,
-        };
         let started = std::time::Instant::now();
-        match solve(system, &input, detector, &options) {
-            Ok(s) => {
-                demo.status = match s.status {
-                    SolveStatus::Optimal => DemoStatus::Optimal,
-                    SolveStatus::TimeLimit => DemoStatus::TimeLimit,
-                };
-                demo.t_ms = Some(s.makespan_ms);
-                demo.resident = Some(matrix(s.plan.residency()));
-                demo.batches = Some(
-                    system
-                        .model_ids()
-                        .map(|i| {
-                            system
-                                .proc_ids()
-                                .map(|j| (1..=nb).map(|k| s.plan.batches(i, j, k)).collect())
-                                .collect()
-                        })
-                        .collect(),
-                );
-                debug_assert_eq!(demo.batches.as_ref().map(Vec::len), Some(nm));
-            }
-            Err(OracleError::Infeasible(_)) => {}
-            Err(e) => return Err(DemoError::Oracle { index, source: e }),
-        }
+        let demo = label(system, index, &input, detector, &options)
+            .map_err(|source| DemoError::Oracle { index, source })?;
         let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
         demos.push_str(&serde_json::to_string(&demo).expect("a demo serialises"));
         demos.push('\n');
@@ -741,6 +702,54 @@ fn solve_chunk(
     write_atomic(&times_path(dir, c), times.as_bytes())?;
     write_atomic(&chunk_path(dir, c), demos.as_bytes())?;
     Ok(())
+}
+
+/// The demonstration of one input: the ILP's optimal (or time-limited) plan,
+/// or `Infeasible`. Any other oracle error is returned.
+pub fn label(
+    system: &System,
+    index: u64,
+    input: &PlanInput,
+    detector: Detector,
+    options: &OracleOptions,
+) -> Result<Demo, OracleError> {
+    let (np, nb) = (system.num_processors(), system.max_batch);
+    let matrix = |v: &[bool]| -> Vec<Vec<bool>> { v.chunks(np).map(|r| r.to_vec()).collect() };
+    let mut demo = Demo {
+        index,
+        scene: input.scene.to_vec(),
+        rem_ms: input.rem_ms.to_vec(),
+        a_old: matrix(input.residency),
+        frames_per_epoch: input.frames_per_epoch,
+        status: DemoStatus::Infeasible,
+        t_ms: None,
+        resident: None,
+        batches: None,
+    };
+    match solve(system, input, detector, options) {
+        Ok(s) => {
+            demo.status = match s.status {
+                SolveStatus::Optimal => DemoStatus::Optimal,
+                SolveStatus::TimeLimit => DemoStatus::TimeLimit,
+            };
+            demo.t_ms = Some(s.makespan_ms);
+            demo.resident = Some(matrix(s.plan.residency()));
+            demo.batches = Some(
+                system
+                    .model_ids()
+                    .map(|i| {
+                        system
+                            .proc_ids()
+                            .map(|j| (1..=nb).map(|k| s.plan.batches(i, j, k)).collect())
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+        Err(OracleError::Infeasible(_)) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(demo)
 }
 
 /// Concatenates the chunks in order, checking every line; returns the

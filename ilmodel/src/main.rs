@@ -54,6 +54,10 @@ enum Command {
     /// policy runs the suite's scene shapes, every global step's input is
     /// solved by the ILP and planned by the MLP alone and with its search.
     Visited(VisitedArgs),
+    /// DAgger's aggregation: a demonstration folder holding a base folder's
+    /// demonstrations plus the states camdnn with the policy visits (as
+    /// `visited` finds them), each labelled by the ILP; train on it next.
+    Dagger(DaggerArgs),
     /// Re-run every experiment of the paper and write docs/results.md.
     Reproduce(ReproduceArgs),
 }
@@ -169,13 +173,89 @@ struct VisitedArgs {
     /// `.policy.json`. Default: config/policies/NAME.onnx.
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Trace seeds 1..=SEEDS of every shape (800 frames each).
+    /// Trace seeds FIRST_SEED..FIRST_SEED+SEEDS of every shape (800 frames
+    /// each).
     #[arg(long, default_value_t = 5)]
     seeds: u64,
+    /// The first trace seed (keep DAgger's and the evaluation's apart).
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
 }
 
-fn run_visited(args: &VisitedArgs) -> Result<()> {
-    let (_, system) = load_system(&args.system)?;
+#[derive(Args)]
+struct DaggerArgs {
+    #[command(flatten)]
+    visited: VisitedArgs,
+    /// The demonstration folder the policy was trained on.
+    #[arg(long)]
+    demos: PathBuf,
+    /// The new demonstration folder (must not exist).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn run_dagger(args: &DaggerArgs) -> Result<()> {
+    let (text, system) = load_system(&args.visited.system)?;
+    if args.out.exists() {
+        bail!(
+            "{} exists; DAgger writes a new demonstration folder",
+            args.out.display()
+        );
+    }
+    let base = camdnn_ilmodel::train::load_demos(&args.demos, &text)?;
+    let (onnx_path, onnx, side) = read_policy(&args.visited, &system)?;
+    let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
+    load()?;
+    let cfg = camdnn_policy::sim::SimConfig::default();
+    let states = camdnn_ilmodel::visited::visit(
+        &system,
+        || load().expect("loaded above"),
+        args.visited.first_seed..=args.visited.first_seed + args.visited.seeds.saturating_sub(1),
+        &cfg,
+        5.0,
+    )?;
+    let det = Detector::fastest(&system);
+    let options = OracleOptions::default();
+    let mut lines = std::fs::read_to_string(args.demos.join("demos.jsonl"))
+        .with_context(|| format!("reading {}", args.demos.join("demos.jsonl").display()))?;
+    let first = base.demos.len() as u64;
+    for (n, s) in states.iter().enumerate() {
+        let demo =
+            camdnn_ilmodel::demos::label(&system, first + n as u64, &s.input(), det, &options)?;
+        lines.push_str(&serde_json::to_string(&demo)?);
+        lines.push('\n');
+    }
+    let mut manifest = base.manifest.clone();
+    manifest.samples = first + states.len() as u64;
+    manifest.scene_mode = format!(
+        "{} + {} states visited by camdnn with {} ({} shapes x trace seeds {}..={})",
+        manifest.scene_mode,
+        states.len(),
+        onnx_path.display(),
+        camdnn_policy::gen::Shape::ALL.len(),
+        args.visited.first_seed,
+        args.visited.first_seed + args.visited.seeds.saturating_sub(1)
+    );
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::write(
+        args.out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
+    std::fs::write(args.out.join("demos.jsonl"), lines)?;
+    println!(
+        "wrote {}: {} demonstrations of {} and {} visited states labelled by the ILP",
+        args.out.display(),
+        first,
+        args.demos.display(),
+        states.len()
+    );
+    Ok(())
+}
+
+/// The policy of `args` (default config/policies/NAME.onnx): its path, ONNX
+/// bytes and sidecar text.
+fn read_policy(args: &VisitedArgs, system: &System) -> Result<(PathBuf, Vec<u8>, String)> {
     let onnx_path = args
         .policy
         .clone()
@@ -189,13 +269,19 @@ fn run_visited(args: &VisitedArgs) -> Result<()> {
     let side_path = onnx_path.with_extension("policy.json");
     let side = std::fs::read_to_string(&side_path)
         .with_context(|| format!("reading {}", side_path.display()))?;
+    Ok((onnx_path, onnx, side))
+}
+
+fn run_visited(args: &VisitedArgs) -> Result<()> {
+    let (_, system) = load_system(&args.system)?;
+    let (onnx_path, onnx, side) = read_policy(args, &system)?;
     let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
     load()?;
     let cfg = camdnn_policy::sim::SimConfig::default();
     let states = camdnn_ilmodel::visited::visit(
         &system,
         || load().expect("loaded above"),
-        args.seeds,
+        args.first_seed..=args.first_seed + args.seeds.saturating_sub(1),
         &cfg,
         5.0,
     )?;
@@ -206,11 +292,12 @@ fn run_visited(args: &VisitedArgs) -> Result<()> {
     let mut policies = [alone, searched];
     let s = camdnn_ilmodel::visited::fidelity_on(&system, &mut policies, &states)?;
     println!(
-        "{} global steps of camdnn ({}) over {} shapes x {} trace seeds on {}; extra makespan over the ILP on those states:",
+        "{} global steps of camdnn ({}) over {} shapes x trace seeds {}..={} on {}; extra makespan over the ILP on those states:",
         states.len(),
         onnx_path.display(),
         camdnn_policy::gen::Shape::ALL.len(),
-        args.seeds,
+        args.first_seed,
+        args.first_seed + args.seeds.saturating_sub(1),
         system.name
     );
     for (label, f) in [
@@ -238,6 +325,7 @@ fn main() -> Result<()> {
         Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
         Command::Calibrate(args) => camdnn_ilmodel::train::cli::run_calibrate(&args),
         Command::Visited(args) => run_visited(&args),
+        Command::Dagger(args) => run_dagger(&args),
         Command::Reproduce(args) => run_reproduce(&args),
     }
 }

@@ -78,17 +78,18 @@ impl<G: GlobalPolicy> GlobalPolicy for Recorder<G> {
 
 /// The global step's inputs while camdnn with a policy from `policy` (as
 /// configured: its sidecar's local search; a fresh one per run) runs every
-/// shape of [`Shape::ALL`] for trace seeds `1..=seeds` on `system` with `cfg`.
+/// shape of [`Shape::ALL`] for every trace seed of `seeds` on `system` with
+/// `cfg`.
 pub fn visit(
     system: &System,
     mut policy: impl FnMut() -> MlpPolicy,
-    seeds: u64,
+    seeds: std::ops::RangeInclusive<u64>,
     cfg: &SimConfig,
     wait_ms: f64,
 ) -> Result<Vec<Visited>, camdnn_policy::sim::SimError> {
     let heavy = gen::heavy_count(system, cfg.fps);
     let mut out = Vec::new();
-    for seed in 1..=seeds {
+    for seed in seeds {
         for shape in Shape::ALL {
             let trace = shape.trace(system, seed, heavy);
             let mut camdnn = Camdnn::new(Recorder::new(policy()), wait_ms);

@@ -48,3 +48,65 @@ fn every_global_step_is_recorded_and_no_plan_beats_the_ilp_on_it() {
     // The search never makes the MLP's plan worse.
     assert!(f[1].mean <= f[0].mean + 1e-12, "{f:?}");
 }
+
+#[test]
+fn dagger_appends_the_visited_states_labelled_by_the_ilp() {
+    use camdnn_ilmodel::demos::{generate, DemoConfig, DemoStatus};
+    use camdnn_ilmodel::train::load_demos;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    generate(&DemoConfig {
+        system_toml: RB5.into(),
+        out: base.clone(),
+        seed: 5,
+        max_objects: 4,
+        samples: 40,
+        rem_max_ms: 60.0,
+        frames_per_epoch: 70.0,
+        chunk_size: 40,
+        jobs: 2,
+        time_limit_s: 10.0,
+        progress: false,
+    })
+    .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = dir.path().join("dagger");
+    let run = |out: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ilmodel"))
+            .current_dir(&root)
+            .args([
+                "dagger",
+                "--system",
+                "config/profiles/rb5.toml",
+                "--seeds",
+                "1",
+            ])
+            .arg("--demos")
+            .arg(&base)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let o = run(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let set = load_demos(&out, RB5).unwrap();
+    let added = &set.demos[40..];
+    // One state per global step of six 800-frame traces at 5 s epochs.
+    assert!(added.len() >= 6 * 10, "{}", added.len());
+    assert_eq!(set.manifest.samples, set.demos.len() as u64);
+    assert!(
+        set.manifest.scene_mode.contains("visited"),
+        "{}",
+        set.manifest.scene_mode
+    );
+    for (n, d) in added.iter().enumerate() {
+        assert_eq!(d.index, 40 + n as u64);
+        assert_eq!(d.status, DemoStatus::Optimal);
+        assert!(d.t_ms.is_some_and(|t| t > 0.0));
+    }
+    // It never writes over an existing folder.
+    let o = run(&out);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exists"));
+}
