@@ -10,8 +10,7 @@ use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
-use camdnn_policy::schedulers::{Batching, EpochOutcome, Scheduler};
-use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
+use camdnn_policy::schedulers::Recording;
 use camdnn_protocol::{
     BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,
 };
@@ -142,58 +141,6 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
     built.pipeline.shutdown();
 }
 
-/// A real scheduler that also records each global step the scheduler
-/// thread runs: (now on the thread's clock, ms; frames it was given).
-struct Recording {
-    inner: Box<dyn Scheduler + Send>,
-    steps: Arc<Mutex<Vec<(f64, f64)>>>,
-}
-
-impl Scheduler for Recording {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn batching(&self) -> Batching {
-        self.inner.batching()
-    }
-    fn place(
-        &mut self,
-        system: &System,
-        cluster: &Cluster,
-        now: f64,
-        i: ModelId,
-        waiting: usize,
-    ) -> Option<(ProcId, usize)> {
-        self.inner.place(system, cluster, now, i, waiting)
-    }
-    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
-        self.inner.batch_target(system, cluster, i)
-    }
-    fn initial_plan(&mut self, system: &System) -> Plan {
-        self.inner.initial_plan(system)
-    }
-    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
-        self.inner.frame_order(system, models)
-    }
-    fn system_override(&self, system: &System) -> Option<System> {
-        self.inner.system_override(system)
-    }
-    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
-        self.inner.observe_scene(system, cluster, now, scene)
-    }
-    fn on_epoch(
-        &mut self,
-        system: &System,
-        cluster: &mut Cluster,
-        now: f64,
-        scene: &[u32],
-        frames: f64,
-    ) -> EpochOutcome {
-        self.steps.lock().unwrap().push((now, frames));
-        self.inner.on_epoch(system, cluster, now, scene, frames)
-    }
-}
-
 /// The scheduler thread runs the global step as `policy::stepper` says:
 /// the first an epoch after the start with the frames offered before it,
 /// the next an epoch after that one with none offered (so 1), never early.
@@ -201,12 +148,19 @@ impl Scheduler for Recording {
 fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
     let mut cfg = config();
     cfg.pipeline.epoch_ms = 1000.0;
-    let steps = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&steps);
+    let steps = Arc::new(Mutex::new(None));
+    let log = Arc::clone(&steps);
     let built = pipeline::start_with(&cfg, move |inner| {
-        Box::new(Recording { inner, steps: seen })
+        let (recording, steps) = Recording::new(inner);
+        *log.lock().unwrap() = Some(steps);
+        Box::new(recording)
     })
     .unwrap();
+    let steps = steps
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the scheduler was wrapped");
     let rxs: Vec<_> = (0..6)
         .map(|s| submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)])))
         .collect();

@@ -4,72 +4,21 @@
 //! camera's rate and the epoch alone.
 
 use camdnn_policy::adapt::AdaptConfig;
-use camdnn_policy::schedulers::{self, Batching, EpochOutcome, Scheduler};
+use camdnn_policy::schedulers::{self, Recording};
 use camdnn_policy::sim::{simulate, SimConfig, SimReport, Throttle, Trace};
-use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
+use camdnn_policy::System;
 
 const RB5: &str = include_str!("../../config/profiles/rb5.toml");
 
-/// A real scheduler that also records each global step: (now, frames).
-struct Recording {
-    inner: Box<dyn Scheduler + Send>,
-    steps: Vec<(f64, f64)>,
-}
-
-impl Scheduler for Recording {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn batching(&self) -> Batching {
-        self.inner.batching()
-    }
-    fn place(
-        &mut self,
-        system: &System,
-        cluster: &Cluster,
-        now: f64,
-        i: ModelId,
-        waiting: usize,
-    ) -> Option<(ProcId, usize)> {
-        self.inner.place(system, cluster, now, i, waiting)
-    }
-    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
-        self.inner.batch_target(system, cluster, i)
-    }
-    fn initial_plan(&mut self, system: &System) -> Plan {
-        self.inner.initial_plan(system)
-    }
-    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
-        self.inner.frame_order(system, models)
-    }
-    fn system_override(&self, system: &System) -> Option<System> {
-        self.inner.system_override(system)
-    }
-    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
-        self.inner.observe_scene(system, cluster, now, scene)
-    }
-    fn on_epoch(
-        &mut self,
-        system: &System,
-        cluster: &mut Cluster,
-        now: f64,
-        scene: &[u32],
-        frames: f64,
-    ) -> EpochOutcome {
-        self.steps.push((now, frames));
-        self.inner.on_epoch(system, cluster, now, scene, frames)
-    }
-}
-
 fn run(trace: &str, cfg: &SimConfig) -> (SimReport, Vec<(f64, f64)>) {
     let system = System::from_toml(RB5).expect("rb5 is valid");
-    let mut s = Recording {
-        inner: schedulers::by_name(&system, "camdnn-greedy", 5.0).expect("a known scheduler"),
-        steps: Vec::new(),
-    };
+    let (mut s, steps) = Recording::new(
+        schedulers::by_name(&system, "camdnn-greedy", 5.0).expect("a known scheduler"),
+    );
     let trace = Trace::parse(trace, 3).expect("a valid trace");
     let report = simulate(&system, &mut s, &trace, cfg).expect("the run completes");
-    (report, s.steps)
+    let steps = steps.lock().expect("not poisoned").clone();
+    (report, steps)
 }
 
 #[test]

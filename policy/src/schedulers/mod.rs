@@ -7,6 +7,7 @@ mod fixed;
 mod heft;
 mod local;
 mod ltf;
+mod recording;
 
 pub use camdnn::{beats, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner, Mode};
 pub use cq::CentralQueue;
@@ -14,6 +15,7 @@ pub use fixed::Fixed;
 pub use heft::Heft;
 pub use local::LocalDispatcher;
 pub use ltf::LongestTaskFirst;
+pub use recording::{Recording, StepLog};
 
 use crate::{repair, Cluster, ModelId, Plan, PlanInput, ProcId, System};
 
