@@ -1,28 +1,12 @@
 //! Training: deterministic for a seed, sensitive to it, learns something on
 //! real ILP demonstrations, and rejects bad options with a clear error.
 
-use camdnn_ilmodel::demos::{generate, DemoConfig};
 use camdnn_ilmodel::train::{curves_csv, curves_svg, load_demos, train, TrainConfig};
 use camdnn_policy::System;
 
-const RB5: &str = include_str!("../../config/profiles/rb5.toml");
+mod common;
 
-fn small_demos(dir: &std::path::Path) {
-    generate(&DemoConfig {
-        system_toml: RB5.into(),
-        out: dir.into(),
-        seed: 5,
-        max_objects: 4,
-        samples: 160,
-        rem_max_ms: 60.0,
-        frames_per_epoch: 70.0,
-        chunk_size: 40,
-        jobs: 2,
-        time_limit_s: 10.0,
-        progress: false,
-    })
-    .unwrap();
-}
+use common::{small_demos, RB5};
 
 fn config(seed: u64, epochs: usize) -> TrainConfig {
     TrainConfig {
@@ -39,7 +23,7 @@ fn config(seed: u64, epochs: usize) -> TrainConfig {
 #[test]
 fn training_is_deterministic_for_a_seed_and_learns() {
     let dir = tempfile::tempdir().unwrap();
-    small_demos(dir.path());
+    small_demos(dir.path(), 5, 160);
     let system = System::from_toml(RB5).unwrap();
     let set = load_demos(dir.path(), RB5).unwrap();
     let a = train(&system, RB5, &set, &config(11, 30), |_| {}).unwrap();
@@ -62,7 +46,7 @@ fn training_is_deterministic_for_a_seed_and_learns() {
 #[test]
 fn bad_options_and_other_systems_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    small_demos(dir.path());
+    small_demos(dir.path(), 5, 160);
     let system = System::from_toml(RB5).unwrap();
     let set = load_demos(dir.path(), RB5).unwrap();
     let mut bad = config(1, 1);
@@ -81,7 +65,7 @@ fn calibration_picks_the_share_floor_on_the_training_split_only() {
     use camdnn_policy::mlp::MlpPolicy;
     let dir = tempfile::tempdir().unwrap();
     let demos = dir.path().join("demos");
-    small_demos(&demos);
+    small_demos(&demos, 5, 160);
     let system = System::from_toml(RB5).unwrap();
     let set = load_demos(&demos, RB5).unwrap();
     let trained = train(&system, RB5, &set, &config(3, 20), |_| {}).unwrap();
@@ -125,20 +109,7 @@ fn calibration_picks_the_share_floor_on_the_training_split_only() {
     }
     // Other demonstrations than the trained-on ones are refused.
     let other = dir.path().join("other");
-    generate(&DemoConfig {
-        system_toml: RB5.into(),
-        out: other.clone(),
-        seed: 6,
-        max_objects: 4,
-        samples: 40,
-        rem_max_ms: 60.0,
-        frames_per_epoch: 70.0,
-        chunk_size: 40,
-        jobs: 2,
-        time_limit_s: 10.0,
-        progress: false,
-    })
-    .unwrap();
+    small_demos(&other, 6, 40);
     let err = run_calibrate(&CalibrateArgs {
         demos: other,
         ..args

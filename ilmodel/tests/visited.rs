@@ -7,7 +7,9 @@ use camdnn_policy::schedulers::Camdnn;
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::System;
 
-const RB5: &str = include_str!("../../config/profiles/rb5.toml");
+mod common;
+
+use common::{small_demos, RB5};
 const ONNX: &[u8] = include_bytes!("../../config/policies/rb5.onnx");
 const SIDECAR: &str = include_str!("../../config/policies/rb5.policy.json");
 
@@ -51,24 +53,11 @@ fn every_global_step_is_recorded_and_no_plan_beats_the_ilp_on_it() {
 
 #[test]
 fn dagger_appends_the_visited_states_labelled_by_the_ilp() {
-    use camdnn_ilmodel::demos::{generate, DemoConfig, DemoStatus};
+    use camdnn_ilmodel::demos::DemoStatus;
     use camdnn_ilmodel::train::load_demos;
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base");
-    generate(&DemoConfig {
-        system_toml: RB5.into(),
-        out: base.clone(),
-        seed: 5,
-        max_objects: 4,
-        samples: 40,
-        rem_max_ms: 60.0,
-        frames_per_epoch: 70.0,
-        chunk_size: 40,
-        jobs: 2,
-        time_limit_s: 10.0,
-        progress: false,
-    })
-    .unwrap();
+    small_demos(&base, 5, 40);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = dir.path().join("dagger");
     let run = |out: &std::path::Path| {
