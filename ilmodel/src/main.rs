@@ -204,16 +204,7 @@ fn run_dagger(args: &DaggerArgs) -> Result<()> {
     }
     let base = camdnn_ilmodel::train::load_demos(&args.demos, &text)?;
     let (onnx_path, onnx, side) = read_policy(&args.visited, &system)?;
-    let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
-    load()?;
-    let cfg = camdnn_policy::sim::SimConfig::default();
-    let states = camdnn_ilmodel::visited::visit(
-        &system,
-        || load().expect("loaded above"),
-        args.visited.first_seed..=args.visited.first_seed + args.visited.seeds.saturating_sub(1),
-        &cfg,
-        5.0,
-    )?;
+    let states = visited_states(&args.visited, &system, &onnx, &side)?;
     let det = Detector::fastest(&system);
     let options = OracleOptions::default();
     let mut lines = std::fs::read_to_string(args.demos.join("demos.jsonl"))
@@ -228,13 +219,12 @@ fn run_dagger(args: &DaggerArgs) -> Result<()> {
     let mut manifest = base.manifest.clone();
     manifest.samples = first + states.len() as u64;
     manifest.scene_mode = format!(
-        "{} + {} states visited by camdnn with {} ({} shapes x trace seeds {}..={})",
+        "{} + {} states visited by camdnn with {} ({} shapes x trace seeds {:?})",
         manifest.scene_mode,
         states.len(),
         onnx_path.display(),
         camdnn_policy::gen::Shape::ALL.len(),
-        args.visited.first_seed,
-        args.visited.first_seed + args.visited.seeds.saturating_sub(1)
+        args.visited.seed_range()
     );
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -251,6 +241,33 @@ fn run_dagger(args: &DaggerArgs) -> Result<()> {
         states.len()
     );
     Ok(())
+}
+
+impl VisitedArgs {
+    /// The trace seeds: FIRST_SEED..=FIRST_SEED+SEEDS-1.
+    fn seed_range(&self) -> std::ops::RangeInclusive<u64> {
+        self.first_seed..=self.first_seed + self.seeds.saturating_sub(1)
+    }
+}
+
+/// The global step's inputs while camdnn with the policy (`onnx`, `side`)
+/// runs every shape for `args`' trace seeds ([`camdnn_ilmodel::visited::visit`]).
+fn visited_states(
+    args: &VisitedArgs,
+    system: &System,
+    onnx: &[u8],
+    side: &str,
+) -> Result<Vec<camdnn_ilmodel::visited::Visited>> {
+    let load = || camdnn_policy::mlp::MlpPolicy::new(system, onnx, side);
+    load()?;
+    let cfg = camdnn_policy::sim::SimConfig::default();
+    Ok(camdnn_ilmodel::visited::visit(
+        system,
+        || load().expect("loaded above"),
+        args.seed_range(),
+        &cfg,
+        5.0,
+    )?)
 }
 
 /// The policy of `args` (default config/policies/NAME.onnx): its path, ONNX
@@ -275,16 +292,8 @@ fn read_policy(args: &VisitedArgs, system: &System) -> Result<(PathBuf, Vec<u8>,
 fn run_visited(args: &VisitedArgs) -> Result<()> {
     let (_, system) = load_system(&args.system)?;
     let (onnx_path, onnx, side) = read_policy(args, &system)?;
+    let states = visited_states(args, &system, &onnx, &side)?;
     let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
-    load()?;
-    let cfg = camdnn_policy::sim::SimConfig::default();
-    let states = camdnn_ilmodel::visited::visit(
-        &system,
-        || load().expect("loaded above"),
-        args.first_seed..=args.first_seed + args.seeds.saturating_sub(1),
-        &cfg,
-        5.0,
-    )?;
     let mut alone = load()?;
     alone.set_local_search(false);
     let mut searched = load()?;
@@ -292,12 +301,11 @@ fn run_visited(args: &VisitedArgs) -> Result<()> {
     let mut policies = [alone, searched];
     let s = camdnn_ilmodel::visited::fidelity_on(&system, &mut policies, &states)?;
     println!(
-        "{} global steps of camdnn ({}) over {} shapes x trace seeds {}..={} on {}; extra makespan over the ILP on those states:",
+        "{} global steps of camdnn ({}) over {} shapes x trace seeds {:?} on {}; extra makespan over the ILP on those states:",
         states.len(),
         onnx_path.display(),
         camdnn_policy::gen::Shape::ALL.len(),
-        args.first_seed,
-        args.first_seed + args.seeds.saturating_sub(1),
+        args.seed_range(),
         system.name
     );
     for (label, f) in [

@@ -5,8 +5,9 @@
 use crate::bound::frame_bound;
 use crate::schedulers::Scheduler;
 use crate::sim::{
-    default_deadline_ms, full_scene, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
+    default_deadline_ms, frame_scene, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
 };
+use crate::stats::percentile;
 use crate::System;
 
 /// The suite's headline measure of one run.
@@ -85,33 +86,15 @@ pub fn run_case(
 /// and no schedule's median delay over the offered frames is below this.
 /// `root_items` is the detector's runs per frame, as in [`SimConfig`].
 pub fn median_bound_ms(system: &System, trace: &Trace, root_items: u32) -> f64 {
-    let mut bounds: Vec<(f64, usize)> = trace
-        .segments
-        .iter()
-        .map(|seg| {
-            let mut scene = full_scene(system, &seg.scene);
-            for root in system.roots() {
-                scene[root.0] = root_items;
-            }
-            let b = frame_bound(system, &scene, |i, j| system.supports(i, j)).bound_ms();
-            (b, seg.frames)
-        })
-        .collect();
-    bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let total: usize = bounds.iter().map(|b| b.1).sum();
-    if total == 0 {
-        return 0.0;
+    let mut bounds: Vec<f64> = Vec::with_capacity(trace.frames());
+    for seg in &trace.segments {
+        let scene = frame_scene(system, &seg.scene, root_items);
+        let b = frame_bound(system, &scene, |i, j| system.supports(i, j)).bound_ms();
+        bounds.extend(std::iter::repeat_n(b, seg.frames));
     }
+    bounds.sort_by(f64::total_cmp);
     // Nearest rank, as the accounting's percentiles.
-    let rank = ((total as f64) * 0.5).ceil().max(1.0) as usize;
-    let mut seen = 0;
-    for (b, n) in bounds {
-        seen += n;
-        if seen >= rank {
-            return b;
-        }
-    }
-    unreachable!("the ranks cover every frame")
+    percentile(&bounds, 0.5)
 }
 
 /// How a reference scheduler did against one other scheduler over the cases

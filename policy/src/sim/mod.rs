@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 pub use measure::{default_deadline_ms, fmt_delay, Accounting, BoundRatio, OfferedDelay};
 pub use rate::{mean_scene, rate_bound, RateBound, OVERLOAD};
 pub use throttle::{throttled_board, windowed_goodput, Throttle};
-pub use trace::{full_scene, Segment, Trace};
+pub use trace::{frame_scene, full_scene, Segment, Trace};
 
 use crate::adapt::{Adapt, AdaptConfig, AdaptCounts};
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
@@ -489,10 +489,7 @@ fn run(
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
     for seg in &trace.segments {
-        let mut scene = full_scene(system, &seg.scene);
-        for root in system.roots() {
-            scene[root.0] = cfg.root_items;
-        }
+        let scene = frame_scene(system, &seg.scene, cfg.root_items);
         for _ in 0..seg.frames {
             let arrival = t0 + f as f64 * period;
             sim.report.frames.push(FrameOutcome {

@@ -7,7 +7,7 @@
 //! the frames answered per second are what the scheduler sustains:
 //! frames / (last result - first arrival).
 
-use super::{full_scene, simulate, SimConfig, SimError, Trace};
+use super::{frame_scene, simulate, SimConfig, SimError, Trace};
 use crate::bound::sustainable_fps;
 use crate::schedulers::Scheduler;
 use crate::System;
@@ -36,10 +36,7 @@ impl RateBound {
 pub fn mean_scene(system: &System, trace: &Trace, root_items: u32) -> Vec<f64> {
     let mut sum = vec![0.0; system.num_models()];
     for seg in &trace.segments {
-        let mut scene = full_scene(system, &seg.scene);
-        for root in system.roots() {
-            scene[root.0] = root_items;
-        }
+        let scene = frame_scene(system, &seg.scene, root_items);
         for (s, r) in sum.iter_mut().zip(scene) {
             *s += r as f64 * seg.frames as f64;
         }

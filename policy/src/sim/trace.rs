@@ -177,6 +177,17 @@ pub fn full_scene(system: &System, scene: &[u32]) -> Vec<u32> {
     full
 }
 
+/// A simulated frame's scene: [`full_scene`] with every detector run
+/// `root_items` times (one per pyramid scale), as the simulator, the rate
+/// bound and the suite's median bound all take it.
+pub fn frame_scene(system: &System, scene: &[u32], root_items: u32) -> Vec<u32> {
+    let mut full = full_scene(system, scene);
+    for root in system.roots() {
+        full[root.0] = root_items;
+    }
+    full
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
