@@ -148,3 +148,34 @@ fn shapes_have_their_defining_features() {
     assert!(absent.segments[..4].iter().all(|s| s.scene[0] == 0));
     assert!(absent.segments.iter().all(|s| s.scene.len() == n));
 }
+
+#[test]
+fn every_baseline_runs_on_every_board_even_with_fewer_slots_than_models() {
+    // A board whose static host for a classifier has all its slots taken by
+    // pinned detectors (gen-1020: five models, three slots) once failed the
+    // whole suite with "static-dist found no processor that can host cls0".
+    let mut tight = 0;
+    for seed in 1000..1100 {
+        let system = System::from_spec(&board(seed)).unwrap();
+        let slots: usize = system.processors.iter().map(|p| p.max_resident).sum();
+        if slots < system.models.len() {
+            tight += 1;
+        }
+        let heavy = heavy_count(&system, 14.0);
+        let full = Shape::Bursts.trace(&system, seed, heavy);
+        // Ten empty frames and ten heavy ones: every model runs.
+        let trace = camdnn_policy::sim::Trace {
+            segments: full.segments[..2].to_vec(),
+        };
+        for name in BASELINES {
+            let mut s = by_name(&system, name, 5.0).unwrap();
+            let r = simulate(&system, s.as_mut(), &trace, &SimConfig::default())
+                .unwrap_or_else(|e| panic!("board {seed}, {name}: {e}"));
+            assert_eq!(r.frames.len(), trace.frames());
+        }
+    }
+    assert!(
+        tight > 5,
+        "boards with fewer slots than models appear: {tight}"
+    );
+}

@@ -147,9 +147,21 @@ impl Scheduler for Fixed {
         i: ModelId,
         waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        let j = self.host[i.0];
-        cluster
-            .can_host(system, i, j)
-            .then(|| (j, preferred_fitting(system, i, j, waiting)))
+        // A host whose every slot holds a pinned detector cannot take its
+        // model (a board with fewer slots than models): the fastest unit that
+        // can host it runs it instead of the frame failing.
+        let j = Some(self.host[i.0])
+            .filter(|&j| cluster.can_host(system, i, j))
+            .or_else(|| {
+                system
+                    .supporting(i)
+                    .filter(|&j| cluster.can_host(system, i, j))
+                    .min_by(|a, b| {
+                        system
+                            .exec_ms(i, *a, 1)
+                            .total_cmp(&system.exec_ms(i, *b, 1))
+                    })
+            })?;
+        Some((j, preferred_fitting(system, i, j, waiting)))
     }
 }
