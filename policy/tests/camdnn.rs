@@ -238,3 +238,23 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
         );
     }
 }
+
+/// On board gen-2214 (outside the suite's 30) the GPU holds one model: the
+/// detector, fastest there. On the dominance trace a step chose the
+/// static-DIST mapping, which moved the detector to the CPU (an 802 ms
+/// load); when the dominant type changed, no choice could move it back, as
+/// every choice without loads keeps the residency it finds, and camdnn-greedy
+/// was on time for 0.235 of the frames against camdnn-local's 0.718. The
+/// step now also offers Algorithm 1's start-up residency, and takes it.
+#[test]
+fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
+    let cfg = SimConfig::default();
+    let deadline = default_deadline_ms(cfg.fps);
+    let system = System::from_spec(&gen::board(2214)).unwrap();
+    let trace = Shape::DominanceShift.trace(&system, 2214, gen::heavy_count(&system, cfg.fps));
+    let mut full = Camdnn::new(GreedyPlanner::default(), 5.0);
+    let report = simulate(&system, &mut full, &trace, &cfg).unwrap();
+    assert!(full.choices()[5] >= 1, "choices: {:?}", full.choices());
+    let on_time = headline(&report, deadline).on_time;
+    assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
+}
