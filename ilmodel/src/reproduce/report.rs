@@ -512,8 +512,8 @@ pub fn write(
     let _ = writeln!(s, "| metric | paper | target | ours |\n|---|---|---|---|\n| extra latency of the MLP plan over the ILP, mean | +3.5 % (100 scenes) | <= +2 % | {:+.2} % ({} instances; p50 {:+.2} %, p99 {:+.2} %, max {:+.2} %; optimal on {:.0} %) |", 100.0 * fd.extra.mean, fd.instances, 100.0 * fd.extra.p50, 100.0 * fd.extra.p99, 100.0 * fd.extra.max, 100.0 * fd.optimal);
     let _ = writeln!(s, "| extra latency of the MLP alone (decoded and repaired, no local search), mean | +3.5 % (the paper's MLP has no search) | <= +2 % | {:+.2} % (p50 {:+.2} %, p99 {:+.2} %, max {:+.2} %) |", 100.0 * fd.extra_alone.mean, 100.0 * fd.extra_alone.p50, 100.0 * fd.extra_alone.p99, 100.0 * fd.extra_alone.max);
     let _ = writeln!(s, "| one ILP solve (HiGHS, 1 thread, stage 1 + tie-break), median | Cbc on the RB5: not given | - | {:.1} ms (p99 {:.1} ms, over {} instances) |", fd.ilp_ms.p50, fd.ilp_ms.p99, fd.ilp_ms.n);
-    let _ = writeln!(s, "| one global step (MLP + repair + stay plan + adoption test), median | 2.2 ms (RB5 CPU) | < 50 us | {:.1} us (p99 {:.1} us; median of {} runs per instance, on this 2-core x86 host) |\n", fd.step_us.p50, fd.step_us.p99, c.timing_runs);
-    s.push_str("The criterion bench `cargo bench -p camdnn-policy --bench global_step` times the same step with statistics.\n");
+    let _ = writeln!(s, "| the planner of one global step (MLP + repair + stay plan + a plan-level adoption test), median | 2.2 ms (RB5 CPU) | < 50 us | {:.1} us (p99 {:.1} us; median of {} runs per instance, on this 2-core x86 host) |\n", fd.step_us.p50, fd.step_us.p99, c.timing_runs);
+    s.push_str("The criterion bench `cargo bench -p camdnn-policy --bench global_step` times the same planner with statistics. The whole step the daemon's scheduler thread runs once per epoch (the planner, then every choice replayed on the last three epochs' frames and the last step's choices audited on the last epoch) is timed by `cargo bench -p camdnn-policy --bench global_step_full` (figures in docs/suite.md).\n");
     realtime_section(&mut s, &r.realtime, command);
     ablation_section(&mut s, &r.realtime, fd);
     std::fs::write(doc, s)
