@@ -46,12 +46,23 @@ pub struct Case {
     /// [`median_bound_ms`] of the trace: no scheduler's median delay over
     /// the offered frames can be lower.
     pub median_bound_ms: f64,
+    /// Schedulers that ran on a board of their own: their
+    /// [`Scheduler::system_override`] raised some unit's N_j beyond the
+    /// board's (a single-unit baseline holding every model on its unit).
+    pub own_board: Vec<String>,
 }
 
 impl Case {
     /// The headline of scheduler `name`, if it ran on this case.
     pub fn of(&self, name: &str) -> Option<Headline> {
         self.results.iter().find(|(n, _)| n == name).map(|r| r.1)
+    }
+
+    /// The headline of `name` if it ran on this case's board as given: what
+    /// wins, losses and the hindsight oracle compare.
+    pub fn comparable(&self, name: &str) -> Option<Headline> {
+        self.of(name)
+            .filter(|_| !self.own_board.iter().any(|n| n == name))
     }
 }
 
@@ -67,8 +78,18 @@ pub fn run_case(
 ) -> Result<Case, SimError> {
     let deadline = default_deadline_ms(cfg.fps);
     let mut results = Vec::with_capacity(schedulers.len());
+    let mut own_board = Vec::new();
     for s in schedulers.iter_mut() {
+        let raised = s.system_override(system).is_some_and(|o| {
+            o.processors
+                .iter()
+                .zip(&system.processors)
+                .any(|(a, b)| a.max_resident > b.max_resident)
+        });
         let report = simulate(system, s.as_mut(), trace, cfg)?;
+        if raised {
+            own_board.push(report.scheduler.clone());
+        }
         results.push((report.scheduler.clone(), headline(&report, deadline)));
     }
     Ok(Case {
@@ -76,6 +97,7 @@ pub fn run_case(
         shape: shape.into(),
         results,
         median_bound_ms: median_bound_ms(system, trace, cfg.root_items),
+        own_board,
     })
 }
 
@@ -127,6 +149,9 @@ pub struct Tally {
     /// of other's median / the case's [`Case::median_bound_ms`], the most
     /// any scheduler could gain on `other` there.
     pub median_ceiling: f64,
+    /// Cases left out because one of the two ran on a board of its own
+    /// ([`Case::own_board`]).
+    pub own_board: usize,
 }
 
 /// The reference's wins and losses on the on-time share against every other
@@ -154,11 +179,16 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                 finite_medians: 0,
                 reference_only_infinite: 0,
                 median_ceiling: 1.0,
+                own_board: 0,
             };
             let mut log_sum = 0.0;
             let mut ceiling_log_sum = 0.0;
             for case in cases {
-                let (Some(r), Some(o)) = (case.of(reference), case.of(&other)) else {
+                let (Some(r), Some(o)) = (case.comparable(reference), case.comparable(&other))
+                else {
+                    if case.of(reference).is_some() && case.of(&other).is_some() {
+                        t.own_board += 1;
+                    }
                     continue;
                 };
                 t.cases += 1;
@@ -200,7 +230,8 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
 
 /// The median speedup over `base` of a hindsight oracle that picks, case by
 /// case, the scheduler of `pool` with the lowest median delay among those at
-/// least as often on time as `base` (within `tie`); `base` itself when none
+/// least as often on time as `base` (within `tie`) on the case's own board
+/// ([`Case::comparable`]); `base` itself when none
 /// is faster. Geometric mean over the cases where `base`'s median is finite.
 /// No online scheduler choosing among `pool`'s strategies can expect more
 /// than this without a better strategy than the pool has.
@@ -214,7 +245,7 @@ pub fn hindsight_speedup(cases: &[Case], base: &str, pool: &[&str], tie: f64) ->
         }
         let best = pool
             .iter()
-            .filter_map(|name| case.of(name))
+            .filter_map(|name| case.comparable(name))
             .filter(|h| h.on_time >= b.on_time - tie)
             .map(|h| h.median_ms)
             .fold(b.median_ms, f64::min);
@@ -288,6 +319,7 @@ mod tests {
             shape: shape.into(),
             results: vec![("ref".into(), r), ("other".into(), o)],
             median_bound_ms: 20.0,
+            own_board: Vec::new(),
         };
         let cases = [
             case("a", h(0.9, 50.0), h(0.8, 100.0)),
@@ -311,6 +343,74 @@ mod tests {
         // Over "ref", "other" is as often on time only on b and c: 50/25.
         let oracle = hindsight_speedup(&cases, "ref", &["other"], 0.001);
         assert!((oracle - 2f64.powf(1.0 / 3.0)).abs() < 1e-12, "{oracle}");
+    }
+
+    #[test]
+    fn a_baseline_on_a_board_of_its_own_is_left_out_of_the_tally() {
+        let h = |on_time, median_ms| Headline {
+            on_time,
+            median_ms,
+            dropped: 0.0,
+        };
+        let case = |own: bool| Case {
+            board: "b".into(),
+            shape: "s".into(),
+            results: vec![
+                ("ref".into(), h(0.5, 50.0)),
+                ("gpu-only".into(), h(1.0, 25.0)),
+            ],
+            median_bound_ms: 20.0,
+            own_board: if own {
+                vec!["gpu-only".into()]
+            } else {
+                Vec::new()
+            },
+        };
+        let cases = [case(true), case(false)];
+        let t = &tally(&cases, "ref", 0.001)[0];
+        assert_eq!((t.cases, t.losses, t.own_board), (1, 1, 1));
+        assert_eq!(cases[0].of("gpu-only"), Some(h(1.0, 25.0)));
+        assert_eq!(cases[0].comparable("gpu-only"), None);
+        // The hindsight oracle cannot pick it there either: 50/25 on one case.
+        let oracle = hindsight_speedup(&cases, "ref", &["gpu-only"], 0.001);
+        assert!((oracle - 2f64.sqrt()).abs() < 1e-12, "{oracle}");
+    }
+
+    #[test]
+    fn single_unit_baselines_are_marked_only_where_they_raise_n_j() {
+        // rb5's CPU holds 3 of its 4 models: cpu-only raises its N_j.
+        let rb5 = System::from_toml(include_str!("../../config/profiles/rb5.toml")).unwrap();
+        let trace = Trace {
+            segments: Trace::paper_fig11().segments[..2].to_vec(),
+        };
+        let mut scheds: Vec<Box<dyn Scheduler + Send>> = ["camdnn-local", "cpu-only"]
+            .iter()
+            .map(|n| crate::schedulers::by_name(&rb5, n, 5.0).unwrap())
+            .collect();
+        let case = run_case(
+            &rb5,
+            "rb5",
+            "paper",
+            &trace,
+            &mut scheds,
+            &SimConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(case.own_board, vec!["cpu-only".to_string()]);
+        // A board whose CPU holds every model: cpu-only runs on it as given.
+        let roomy = rb5
+            .clone()
+            .with_max_resident(rb5.proc_by_name("cpu").unwrap(), 4);
+        let case = run_case(
+            &roomy,
+            "roomy",
+            "paper",
+            &trace,
+            &mut scheds,
+            &SimConfig::default(),
+        )
+        .unwrap();
+        assert!(case.own_board.is_empty(), "{:?}", case.own_board);
     }
 
     #[test]

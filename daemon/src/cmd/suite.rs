@@ -232,15 +232,14 @@ fn build(
 }
 
 /// The headroom of the median target over `camdnn-local`: what a hindsight
-/// choice of the best other strategy per case would gain. gpu-only is left
-/// out: it runs on its own board (every model resident on its best unit at
-/// once), not the case's.
+/// choice of the best other strategy per case would gain, among those that
+/// ran on the case's board as given ([`Case::comparable`]).
 fn print_hindsight(cases: &[Case]) {
     const BASE: &str = "camdnn-local";
     let mut pool: Vec<&str> = Vec::new();
     for case in cases {
         for (name, _) in &case.results {
-            if name != BASE && name != "gpu-only" && !pool.contains(&name.as_str()) {
+            if name != BASE && !pool.contains(&name.as_str()) {
                 pool.push(name);
             }
         }
@@ -259,7 +258,14 @@ fn print_case(case: &Case, heavy: u32) {
     let cells: Vec<String> = case
         .results
         .iter()
-        .map(|(n, h)| format!("{n} {:.3}/{}", h.on_time, fmt_delay(h.median_ms)))
+        .map(|(n, h)| {
+            let own = if case.comparable(n).is_none() {
+                "*"
+            } else {
+                ""
+            };
+            format!("{n}{own} {:.3}/{}", h.on_time, fmt_delay(h.median_ms))
+        })
         .collect();
     println!(
         "{:<8} {:<10} heavy {:>2} median bound {:.1}: {}",
@@ -283,7 +289,8 @@ fn print_tally(cases: &[Case], reference: &str) {
         "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>14} {:>9}",
         "other", "wins", "ties", "losses", "worst ratio", "worst case", "median speedup", "ceiling"
     );
-    for t in tally(cases, reference, TIE) {
+    let tallies = tally(cases, reference, TIE);
+    for t in &tallies {
         println!(
             "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>13.3}x {:>8.3}x{}",
             t.other,
@@ -302,6 +309,12 @@ fn print_tally(cases: &[Case], reference: &str) {
             } else {
                 String::new()
             }
+        );
+    }
+    for t in tallies.iter().filter(|t| t.own_board > 0) {
+        println!(
+            "{}: {} cases left out, where it ran with a unit's N_j raised beyond the board's to hold every model (marked * with --cases)",
+            t.other, t.own_board
         );
     }
 }
