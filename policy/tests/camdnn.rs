@@ -258,3 +258,22 @@ fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
     let on_time = headline(&report, deadline).on_time;
     assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
 }
+
+/// On board gen-3298 (five models, four slots) every frame of the paper
+/// trace needs all five models, so no plan of the policy's fits and repair
+/// fails; the global step used to return there without offering its other
+/// choices, and camdnn-greedy stayed Algorithm 1 alone, thrashing loads
+/// (on time 0.199; static-DIST 1.000). The other choices are now offered.
+#[test]
+fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
+    let cfg = SimConfig::default();
+    let deadline = default_deadline_ms(cfg.fps);
+    let system = System::from_spec(&gen::board(3298)).unwrap();
+    let trace = Shape::Paper.trace(&system, 3298, gen::heavy_count(&system, cfg.fps));
+    let mut full = Camdnn::new(GreedyPlanner::default(), 5.0);
+    let report = simulate(&system, &mut full, &trace, &cfg).unwrap();
+    let steps: u32 = full.choices().iter().sum();
+    assert!(steps >= 10, "choices: {:?}", full.choices());
+    let on_time = headline(&report, deadline).on_time;
+    assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
+}

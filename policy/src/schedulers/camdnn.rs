@@ -545,14 +545,16 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // that followed it, from that step's state.
         if let (Some(audit), Some(epoch)) = (self.audit.take(), self.history.last()) {
             let period = (now - audit.at_ms) / epoch.len().max(1) as f64;
-            let mut on_time = [f64::NAN; CHOICES];
+            let mut on_time = [None; CHOICES];
             for (idx, mut probe, c) in audit.probes {
                 if let Some(score) = replay(system, &mut probe, c, audit.at_ms, epoch, period) {
-                    on_time[idx] = score.on_time as f64;
+                    on_time[idx] = Some(score.on_time as f64);
                 }
             }
-            if on_time.iter().all(|n| n.is_finite()) {
-                self.record.add(on_time, epoch.len());
+            // A choice not offered at that step counts as the default did.
+            if let Some(default) = on_time[DEFAULT_CHOICE] {
+                self.record
+                    .add(on_time.map(|n| n.unwrap_or(default)), epoch.len());
             }
         }
         let window: Vec<Vec<u32>> = self.history.concat();
@@ -567,9 +569,9 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // The frame period, from the epoch's length and its frames.
         let period = (now - self.last_epoch_ms) / frames_per_epoch.max(1.0);
         self.last_epoch_ms = now;
-        let Ok(new) = repair(system, &input, &self.global.plan(system, &input)) else {
-            return EpochOutcome::default();
-        };
+        // No plan of the policy's fits when the scene needs more models than
+        // the slots hold; the other choices are still offered.
+        let new = repair(system, &input, &self.global.plan(system, &input)).ok();
         let f = &mut self.follow;
         let search = f.resplit.get_or_insert_with(|| Search::new(system));
         let stay = stay_split(system, &input, search);
@@ -588,9 +590,10 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         let mut candidates: Vec<(usize, Option<Plan>, Mode, Option<Plan>)> = vec![
             (
                 0,
-                Some(keep_idle_residents(system, &input, &new)),
+                new.as_ref()
+                    .map(|new| keep_idle_residents(system, &input, new)),
                 Mode::Plan,
-                Some(new.clone()),
+                new.clone(),
             ),
             (1, None, Mode::Plan, stay.clone()),
             (2, None, Mode::Local(HostRule::PerRequest), stay.clone()),
@@ -608,8 +611,10 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                 stay.clone(),
             ),
         ];
-        if stay.is_none() {
-            candidates.retain(|c| c.0 == 0);
+        // Following a plan needs one.
+        candidates.retain(|c| c.2 != Mode::Plan || c.3.is_some());
+        if candidates.is_empty() {
+            return EpochOutcome::default();
         }
         let incumbent = match f.mode {
             Mode::Plan => 1,
@@ -618,9 +623,12 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             Mode::Static => 4,
         };
         let choice = if window.is_empty() || period <= 0.0 || !period.is_finite() {
-            match &stay {
-                Some(stay) if !beats(system, &input, &new, stay, period) => incumbent.max(1),
-                _ => 0,
+            match (&new, &stay) {
+                (Some(new), Some(stay)) if !beats(system, &input, new, stay, period) => {
+                    incumbent.max(1)
+                }
+                (Some(_), _) => 0,
+                (None, _) => incumbent,
             }
         } else {
             let mut best: Option<(usize, Score)> = None;
@@ -651,18 +659,13 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                     best = Some((*idx, score));
                 }
             }
-            if candidates.len() == CHOICES {
-                self.audit = Some(Audit { at_ms: now, probes });
-            }
+            self.audit = Some(Audit { at_ms: now, probes });
             best.map_or(incumbent, |b| b.0)
         };
+        let Some((_, load, mode, plan)) = candidates.into_iter().find(|c| c.0 == choice) else {
+            return EpochOutcome::default();
+        };
         self.choices[choice] += 1;
-        let (_, load, mode, plan) = candidates.into_iter().find(|c| c.0 == choice).unwrap_or((
-            0,
-            None,
-            Mode::Plan,
-            Some(new),
-        ));
         let loads = load.map_or(0, |r| cluster.apply_residency(system, now, &r));
         f.mode = mode;
         if let Some(plan) = plan {
