@@ -248,15 +248,21 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
 /// step now also offers Algorithm 1's start-up residency, and takes it.
 #[test]
 fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
+    let (full, on_time) = greedy_on_generated(2214, Shape::DominanceShift);
+    assert!(full.choices()[5] >= 1, "choices: {:?}", full.choices());
+    assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
+}
+
+/// camdnn-greedy after a run of board `gen-SEED`'s `shape` trace, and its
+/// on-time share.
+fn greedy_on_generated(seed: u64, shape: Shape) -> (Camdnn<GreedyPlanner>, f64) {
     let cfg = SimConfig::default();
-    let deadline = default_deadline_ms(cfg.fps);
-    let system = System::from_spec(&gen::board(2214)).unwrap();
-    let trace = Shape::DominanceShift.trace(&system, 2214, gen::heavy_count(&system, cfg.fps));
+    let system = System::from_spec(&gen::board(seed)).unwrap();
+    let trace = shape.trace(&system, seed, gen::heavy_count(&system, cfg.fps));
     let mut full = Camdnn::new(GreedyPlanner::default(), 5.0);
     let report = simulate(&system, &mut full, &trace, &cfg).unwrap();
-    assert!(full.choices()[5] >= 1, "choices: {:?}", full.choices());
-    let on_time = headline(&report, deadline).on_time;
-    assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
+    let on_time = headline(&report, default_deadline_ms(cfg.fps)).on_time;
+    (full, on_time)
 }
 
 /// On board gen-3298 (five models, four slots) every frame of the paper
@@ -266,14 +272,8 @@ fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
 /// (on time 0.199; static-DIST 1.000). The other choices are now offered.
 #[test]
 fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
-    let cfg = SimConfig::default();
-    let deadline = default_deadline_ms(cfg.fps);
-    let system = System::from_spec(&gen::board(3298)).unwrap();
-    let trace = Shape::Paper.trace(&system, 3298, gen::heavy_count(&system, cfg.fps));
-    let mut full = Camdnn::new(GreedyPlanner::default(), 5.0);
-    let report = simulate(&system, &mut full, &trace, &cfg).unwrap();
+    let (full, on_time) = greedy_on_generated(3298, Shape::Paper);
     let steps: u32 = full.choices().iter().sum();
     assert!(steps >= 10, "choices: {:?}", full.choices());
-    let on_time = headline(&report, deadline).on_time;
     assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
 }
