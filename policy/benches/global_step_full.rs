@@ -6,7 +6,7 @@
 
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{Camdnn, Scheduler};
-use camdnn_policy::sim::Trace;
+use camdnn_policy::sim::{full_scene, Trace};
 use camdnn_policy::{Cluster, System};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
@@ -25,26 +25,25 @@ fn warmed(system: &System, epochs: usize) -> (Camdnn<MlpPolicy>, Cluster, Vec<u3
     let mut cluster = Cluster::new(system);
     let start = camdnn.initial_plan(system);
     cluster.preload(system, &start);
+    // Every frame's full scene (detectors' entries 1), in trace order.
     let scenes: Vec<Vec<u32>> = Trace::paper_fig11()
         .segments
         .iter()
-        .flat_map(|s| std::iter::repeat_n(s.scene.clone(), s.frames))
+        .flat_map(|s| std::iter::repeat_n(full_scene(system, &s.scene), s.frames))
         .collect();
-    let full =
-        |scene: &[u32]| -> Vec<u32> { std::iter::once(1).chain(scene.iter().copied()).collect() };
     let mut frame = 0;
     for epoch in 1..=epochs + 1 {
         for _ in 0..EPOCH_FRAMES {
             let now = frame as f64 * 1000.0 / 14.0;
-            camdnn.observe_scene(system, &cluster, now, &full(&scenes[frame % scenes.len()]));
+            camdnn.observe_scene(system, &cluster, now, &scenes[frame % scenes.len()]);
             frame += 1;
         }
         if epoch <= epochs {
-            let scene = full(&scenes[frame % scenes.len()]);
-            camdnn.on_epoch(system, &mut cluster, epoch as f64 * 5000.0, &scene, 70.0);
+            let scene = &scenes[frame % scenes.len()];
+            camdnn.on_epoch(system, &mut cluster, epoch as f64 * 5000.0, scene, 70.0);
         }
     }
-    let scene = full(&scenes[frame % scenes.len()]);
+    let scene = scenes[frame % scenes.len()].clone();
     (camdnn, cluster, scene)
 }
 

@@ -42,8 +42,10 @@
 //!   Algorithm 1's start-up residency, and each kind of choice keeps a
 //!   record out of sample ([`TrackRecord`]: what it would have done on the
 //!   epoch after each step); one whose record is clearly behind leaving
-//!   things as they are is not offered. 50 cases remain (47 of 1800 on
-//!   seeds 3000-3299, from 52).
+//!   things as they are is not offered; and when no plan of the policy's
+//!   fits (more models needed than slots), the other choices are still
+//!   offered. 46 cases remain (48 of 1800 on seeds 3000-3299, from 52;
+//!   docs/suite.md).
 
 use super::{Batching, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -535,15 +537,18 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                 .map(|k| window[k * window.len() / offered].clone())
                 .collect();
         }
-        if !window.is_empty() {
+        let observed = !window.is_empty();
+        if observed {
             self.history.push(window);
             if self.history.len() > HISTORY {
                 self.history.remove(0);
             }
         }
         // Out of sample: what each choice of the last step did on the epoch
-        // that followed it, from that step's state.
-        if let (Some(audit), Some(epoch)) = (self.audit.take(), self.history.last()) {
+        // that followed it, from that step's state (none when no frame of
+        // that epoch was observed: the last history entry is an older one).
+        let epoch = self.history.last().filter(|_| observed);
+        if let (Some(audit), Some(epoch)) = (self.audit.take(), epoch) {
             let period = (now - audit.at_ms) / epoch.len().max(1) as f64;
             let mut on_time = [None; CHOICES];
             for (idx, mut probe, c) in audit.probes {

@@ -26,7 +26,8 @@ impl Fixed {
                 system
                     .supporting(i)
                     .find(|&j| system.processors[j.0].kind == kind)
-                    .unwrap_or_else(|| fastest(system, i))
+                    .or_else(|| fastest_where(system, i, |_| true))
+                    .expect("a validated model has a supporting processor")
             })
             .collect();
         let name = format!("{}-only", format!("{kind:?}").to_lowercase());
@@ -61,19 +62,11 @@ impl Fixed {
                     .total_cmp(&system.exec_ms(*b, j, 1))
             });
             for &i in on_j.iter().skip(system.processors[j.0].max_resident) {
-                if let Some(alt) = system
-                    .supporting(i)
-                    .filter(|&q| {
-                        q != j
-                            && system.model_ids().filter(|m| host[m.0] == q).count()
-                                < system.processors[q.0].max_resident
-                    })
-                    .min_by(|a, b| {
-                        system
-                            .exec_ms(i, *a, 1)
-                            .total_cmp(&system.exec_ms(i, *b, 1))
-                    })
-                {
+                if let Some(alt) = fastest_where(system, i, |q| {
+                    q != j
+                        && system.model_ids().filter(|m| host[m.0] == q).count()
+                            < system.processors[q.0].max_resident
+                }) {
                     host[i.0] = alt;
                 }
             }
@@ -92,15 +85,14 @@ impl Fixed {
     }
 }
 
-fn fastest(system: &System, i: ModelId) -> ProcId {
-    system
-        .supporting(i)
-        .min_by(|a, b| {
-            system
-                .exec_ms(i, *a, 1)
-                .total_cmp(&system.exec_ms(i, *b, 1))
-        })
-        .expect("a validated model has a supporting processor")
+/// The processor among those supporting model i and passing `ok` that runs
+/// one request of it fastest.
+fn fastest_where(system: &System, i: ModelId, ok: impl Fn(ProcId) -> bool) -> Option<ProcId> {
+    system.supporting(i).filter(|&j| ok(j)).min_by(|a, b| {
+        system
+            .exec_ms(i, *a, 1)
+            .total_cmp(&system.exec_ms(i, *b, 1))
+    })
 }
 
 impl Scheduler for Fixed {
@@ -150,18 +142,10 @@ impl Scheduler for Fixed {
         // A host whose every slot holds a pinned detector cannot take its
         // model (a board with fewer slots than models): the fastest unit that
         // can host it runs it instead of the frame failing.
+        let can_host = |j| cluster.can_host(system, i, j);
         let j = Some(self.host[i.0])
-            .filter(|&j| cluster.can_host(system, i, j))
-            .or_else(|| {
-                system
-                    .supporting(i)
-                    .filter(|&j| cluster.can_host(system, i, j))
-                    .min_by(|a, b| {
-                        system
-                            .exec_ms(i, *a, 1)
-                            .total_cmp(&system.exec_ms(i, *b, 1))
-                    })
-            })?;
+            .filter(|&j| can_host(j))
+            .or_else(|| fastest_where(system, i, can_host))?;
         Some((j, preferred_fitting(system, i, j, waiting)))
     }
 }
