@@ -57,6 +57,15 @@ impl TensorData {
             DType::I64 => TensorData::I64(vec![0; n]),
         }
     }
+
+    /// No elements yet, room for `n` without reallocating.
+    pub fn with_capacity(dtype: DType, n: usize) -> TensorData {
+        match dtype {
+            DType::F32 => TensorData::F32(Vec::with_capacity(n)),
+            DType::U8 => TensorData::U8(Vec::with_capacity(n)),
+            DType::I64 => TensorData::I64(Vec::with_capacity(n)),
+        }
+    }
 }
 
 /// An owned tensor: a name (the model's input/output name, may be empty for inputs),
@@ -186,6 +195,16 @@ impl Tensor {
         })
     }
 
+    /// [`Tensor::concat_batch`] of owned parts; a single part is moved as it
+    /// is, without copying its data (a batch of one is the common case for
+    /// large inputs such as a detector's frame).
+    pub fn into_batch(mut parts: Vec<Tensor>) -> Result<Tensor, EngineError> {
+        match parts.len() {
+            1 if !parts[0].shape.is_empty() => Ok(parts.remove(0)),
+            _ => Self::concat_batch(&parts),
+        }
+    }
+
     /// Concatenates tensors along the leading dimension; all parts must agree on
     /// name, element type and every other dimension.
     pub fn concat_batch(parts: &[Tensor]) -> Result<Tensor, EngineError> {
@@ -200,7 +219,10 @@ impl Tensor {
             });
         }
         let mut batch = 0;
-        let mut data = TensorData::zeros(first.dtype(), 0);
+        // One allocation of the final size: growing by doubling would copy
+        // (and fault in) the rows again at every step.
+        let total: usize = parts.iter().map(|p| p.data.len()).sum();
+        let mut data = TensorData::with_capacity(first.dtype(), total);
         for p in parts {
             if p.shape.len() != first.shape.len()
                 || p.shape[1..] != first.shape[1..]
@@ -254,6 +276,31 @@ mod tests {
         assert_eq!(b.as_f32().unwrap(), &[2.0, 3.0, 4.0, 5.0]);
         assert_eq!(Tensor::concat_batch(&[a, b]).unwrap(), t);
         assert!(t.slice_batch(2, 2).is_err());
+    }
+
+    #[test]
+    fn a_batch_of_one_is_the_part_itself_and_more_parts_concatenate() {
+        let t = Tensor::from_f32(vec![1, 2], vec![1.0, 2.0]).unwrap();
+        let ptr = match &t.data {
+            TensorData::F32(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        let one = Tensor::into_batch(vec![t.clone()]).unwrap();
+        assert_eq!(one, t);
+        let moved = Tensor::into_batch(vec![t]).unwrap();
+        assert!(
+            matches!(&moved.data, TensorData::F32(v) if v.as_ptr() == ptr),
+            "not copied"
+        );
+        let two = Tensor::into_batch(vec![moved.clone(), moved.clone()]).unwrap();
+        assert_eq!(two.shape, vec![2, 2]);
+        assert_eq!(two, Tensor::concat_batch(&[moved.clone(), moved]).unwrap());
+        assert!(Tensor::into_batch(Vec::new()).is_err());
+        let scalar = Tensor::from_f32(vec![], vec![1.0]).unwrap();
+        assert!(
+            Tensor::into_batch(vec![scalar]).is_err(),
+            "a scalar has no batch dim"
+        );
     }
 
     #[test]

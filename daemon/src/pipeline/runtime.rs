@@ -798,7 +798,7 @@ impl Actor {
         let pname = self.system.processors[proc.0].name.clone();
         metrics::histogram!("camdnn_batch_size", "model" => name.clone(), "processor" => pname)
             .record(keys.len() as f64);
-        let batch = match Tensor::concat_batch(&tensors) {
+        let batch = match Tensor::into_batch(tensors) {
             Ok(b) => b,
             Err(e) => {
                 tracing::error!(model = %name, error = %e, "cannot form a batch");
