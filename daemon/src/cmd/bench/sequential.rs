@@ -320,30 +320,38 @@ impl<'a> Pool<'a> {
                 .enumerate()
                 .map(|(k, w)| {
                     let barrier = &barrier;
-                    scope.spawn(move || {
-                        for f in warm {
-                            w.frame(f)?;
-                        }
-                        w.take_work();
-                        barrier.wait();
-                        let start = Instant::now();
-                        let mut out = Vec::new();
-                        for (i, f) in frames.iter().enumerate().skip(k).step_by(n) {
-                            let arrival = match fps {
-                                Some(fps) => {
-                                    let due = start + Duration::from_secs_f64(i as f64 / fps);
-                                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                                        std::thread::sleep(wait);
+                    // Named, so a profiler tells the baseline's threads from the pipeline's.
+                    std::thread::Builder::new()
+                        .name(format!("bench-walker-{k}"))
+                        .spawn_scoped(scope, move || {
+                            // Every worker reaches the barrier, even one whose
+                            // warm-up failed, or the others would wait forever.
+                            let warmed = warm.iter().try_for_each(|f| w.frame(f).map(drop));
+                            w.take_work();
+                            barrier.wait();
+                            warmed?;
+                            let start = Instant::now();
+                            let mut out = Vec::new();
+                            for (i, f) in frames.iter().enumerate().skip(k).step_by(n) {
+                                let arrival = match fps {
+                                    Some(fps) => {
+                                        let due = start + Duration::from_secs_f64(i as f64 / fps);
+                                        if let Some(wait) =
+                                            due.checked_duration_since(Instant::now())
+                                        {
+                                            std::thread::sleep(wait);
+                                        }
+                                        due
                                     }
-                                    due
-                                }
-                                None => Instant::now(),
-                            };
-                            let digest = w.frame(f)?;
-                            out.push((i, arrival.elapsed().as_secs_f64() * 1e3, digest));
-                        }
-                        Ok((start, out))
-                    })
+                                    None => Instant::now(),
+                                };
+                                let digest = w.frame(f)?;
+                                out.push((i, arrival.elapsed().as_secs_f64() * 1e3, digest));
+                            }
+                            Ok((start, out))
+                        })
+                        // As `scope.spawn` does: the OS refusing a thread is not recoverable here.
+                        .expect("the OS refused a benchmark worker thread")
                 })
                 .collect();
             handles
