@@ -12,8 +12,9 @@
 #   SAMPLES=2000 OUT=target/suite/policies scripts/train_policy.sh target/suite/boards/gen-1.toml
 #   target/release/camdnnd suite --boards 30 --policies target/suite/policies
 #
-# SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14) and OUT (default
-# config/policies) size the run; it prints its wall time at the end.
+# SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14), HIDDEN (the
+# MLP's hidden widths, default 128,128; docs/suite.md shows where 256,256,256,256 does better) and OUT
+# (default config/policies) size the run; it prints its wall time at the end.
 #
 # Writes config/policies/NAME.onnx, NAME.policy.json and the loss curves
 # NAME.loss.csv / NAME.loss.svg; intermediate files (demos, model.json) go to
@@ -30,6 +31,7 @@ WORK=target/policy-train/$NAME-seed$SEED
 OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
 EPOCHS=${EPOCHS:-150}
+HIDDEN=${HIDDEN:-128,128}
 MAX_OBJECTS=${MAX_OBJECTS:-14}
 START=$(date +%s)
 export RAYON_NUM_THREADS=1
@@ -41,7 +43,7 @@ mkdir -p "$WORK" "$OUT"
 "$IL" demos --system "$SYSTEM" --out "$WORK/demos" --seed "$SEED" \
     --samples "$SAMPLES" --max-objects "$MAX_OBJECTS" --rem-max-ms 100 --frames-per-epoch 70 --quiet
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
-    --epochs "$EPOCHS" --quiet
+    --epochs "$EPOCHS" --hidden "$HIDDEN" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 # The decoding's share floor, chosen on the training split only.
@@ -51,4 +53,4 @@ cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"
 "$IL" eval --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
-echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS)"
+echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN)"
