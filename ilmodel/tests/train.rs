@@ -117,3 +117,76 @@ fn calibration_picks_the_share_floor_on_the_training_split_only() {
     .unwrap_err();
     assert!(err.to_string().contains("not the demonstrations"), "{err}");
 }
+
+#[test]
+fn the_validation_band_shares_no_scene_with_the_final_test_or_the_candidates_training() {
+    use camdnn_ilmodel::train::cli::validation_band;
+    use camdnn_ilmodel::train::is_heldout;
+    let dir = tempfile::tempdir().unwrap();
+    small_demos(dir.path(), 7, 400);
+    let set = load_demos(dir.path(), RB5).unwrap();
+    let (seed, inner, outer) = (5, 0.15, 0.30);
+    let band = validation_band(&set.demos, seed, inner, outer);
+    let test: Vec<_> = set
+        .demos
+        .iter()
+        .filter(|d| is_heldout(seed, &d.scene, inner))
+        .collect();
+    let candidates_training: Vec<_> = set
+        .demos
+        .iter()
+        .filter(|d| !is_heldout(seed, &d.scene, outer))
+        .collect();
+    assert!(!band.is_empty() && !test.is_empty() && !candidates_training.is_empty());
+    for d in &band {
+        assert!(
+            test.iter().all(|t| t.scene != d.scene),
+            "{:?} is tested on",
+            d.scene
+        );
+        assert!(
+            candidates_training.iter().all(|t| t.scene != d.scene),
+            "{:?} is trained on",
+            d.scene
+        );
+    }
+    // The three parts cover every demonstration once.
+    assert_eq!(
+        band.len() + test.len() + candidates_training.len(),
+        set.demos.len()
+    );
+}
+
+#[test]
+fn eval_refuses_a_validation_band_outside_the_policys_held_out_split() {
+    use camdnn_ilmodel::train::cli::{run_eval, EvalArgs};
+    let dir = tempfile::tempdir().unwrap();
+    let demos = dir.path().join("demos");
+    small_demos(&demos, 5, 160);
+    let system = System::from_toml(RB5).unwrap();
+    let set = load_demos(&demos, RB5).unwrap();
+    // Held out 0.2 (the test config); a band "of" 0.3 would reach into its training split.
+    let trained = train(&system, RB5, &set, &config(3, 2), |_| {}).unwrap();
+    let onnx = dir.path().join("p.onnx");
+    let side = dir.path().join("p.policy.json");
+    let sys = dir.path().join("rb5.toml");
+    std::fs::write(&sys, RB5).unwrap();
+    std::fs::write(
+        &onnx,
+        camdnn_ilmodel::export::onnx_bytes(&trained.model).unwrap(),
+    )
+    .unwrap();
+    let text = camdnn_ilmodel::export::sidecar_json(&trained.model, false, &system).unwrap();
+    std::fs::write(&side, &text).unwrap();
+    let args = |v| EvalArgs {
+        system: sys.clone(),
+        demos: demos.clone(),
+        onnx: onnx.clone(),
+        sidecar: side.clone(),
+        validation_of: v,
+    };
+    let err = run_eval(&args(Some(0.3))).unwrap_err();
+    assert!(err.to_string().contains("--validation-of 0.3"), "{err}");
+    run_eval(&args(Some(0.1))).unwrap();
+    run_eval(&args(None)).unwrap();
+}
