@@ -106,3 +106,75 @@ fn eight_detector_items_per_frame_use_the_replica() {
         "the replica should shorten the frame: {spread:.1} ms vs {alone:.1} ms alone"
     );
 }
+
+/// Two units, the detector fastest on `a` and the face model on `b` (by a
+/// few percent, as on two equal cores); `b` holds `b_slots` models.
+fn two_equal(b_slots: usize) -> System {
+    System::from_toml(&format!(
+        r#"
+name = "two-equal"
+max_batch = 1
+
+[[processor]]
+name = "a"
+kind = "cpu"
+max_resident = 2
+
+[[processor]]
+name = "b"
+kind = "cpu"
+max_resident = {b_slots}
+
+[[model]]
+name = "detector"
+
+[[model]]
+name = "face"
+parent = "detector"
+classes = ["face"]
+
+[profile.detector.a]
+exec_ms = [44.0]
+load_ms = 30.0
+
+[profile.detector.b]
+exec_ms = [46.0]
+load_ms = 30.0
+
+[profile.face.a]
+exec_ms = [14.0]
+load_ms = 20.0
+
+[profile.face.b]
+exec_ms = [13.6]
+load_ms = 20.0
+"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_detector_unit_whose_detector_is_replicated_takes_classifiers_too() {
+    // Start-up: detector on `a`; `b` gets the face model and a detector
+    // replica. `a` then carries the detector no more than `b` does, and its
+    // free slot takes the face model, so face requests can run on both
+    // (before: `a` ran only its share of the detector).
+    let system = two_equal(2);
+    let (det, face) = (
+        system.model_by_name("detector").unwrap(),
+        system.model_by_name("face").unwrap(),
+    );
+    let (a, b) = (
+        system.proc_by_name("a").unwrap(),
+        system.proc_by_name("b").unwrap(),
+    );
+    let base = fastest_hosts(&system);
+    assert!(base.resident(det, a) && base.resident(face, b) && !base.resident(face, a));
+    let filled = fill_free_slots(&system, &base);
+    assert!(filled.resident(det, b), "the detector's replica");
+    assert!(filled.resident(face, a), "the detector unit's free slot");
+    // Without the replica (no slot for it on `b`), `a` stays the detector's.
+    let tight = two_equal(1);
+    let filled = fill_free_slots(&tight, &fastest_hosts(&tight));
+    assert!(!filled.resident(det, b) && !filled.resident(face, a));
+}
