@@ -20,6 +20,29 @@ fn config(seed: u64, epochs: usize) -> TrainConfig {
     }
 }
 
+/// A policy trained on `demos` (the test config, `epochs` epochs) written as
+/// ONNX + sidecar beside a copy of rb5's system file: (system, onnx, sidecar).
+fn policy_files(
+    dir: &std::path::Path,
+    set: &camdnn_ilmodel::train::DemoSet,
+    epochs: usize,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let system = System::from_toml(RB5).unwrap();
+    let trained = train(&system, RB5, set, &config(3, epochs), |_| {}).unwrap();
+    let onnx = dir.join("p.onnx");
+    let side = dir.join("p.policy.json");
+    let sys = dir.join("rb5.toml");
+    std::fs::write(&sys, RB5).unwrap();
+    std::fs::write(
+        &onnx,
+        camdnn_ilmodel::export::onnx_bytes(&trained.model).unwrap(),
+    )
+    .unwrap();
+    let text = camdnn_ilmodel::export::sidecar_json(&trained.model, false, &system).unwrap();
+    std::fs::write(&side, &text).unwrap();
+    (sys, onnx, side)
+}
+
 #[test]
 fn training_is_deterministic_for_a_seed_and_learns() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,18 +91,7 @@ fn calibration_picks_the_share_floor_on_the_training_split_only() {
     small_demos(&demos, 5, 160);
     let system = System::from_toml(RB5).unwrap();
     let set = load_demos(&demos, RB5).unwrap();
-    let trained = train(&system, RB5, &set, &config(3, 20), |_| {}).unwrap();
-    let onnx = dir.path().join("p.onnx");
-    let side = dir.path().join("p.policy.json");
-    let sys = dir.path().join("rb5.toml");
-    std::fs::write(&sys, RB5).unwrap();
-    std::fs::write(
-        &onnx,
-        camdnn_ilmodel::export::onnx_bytes(&trained.model).unwrap(),
-    )
-    .unwrap();
-    let text = camdnn_ilmodel::export::sidecar_json(&trained.model, false, &system).unwrap();
-    std::fs::write(&side, &text).unwrap();
+    let (sys, onnx, side) = policy_files(dir.path(), &set, 20);
     let args = CalibrateArgs {
         system: sys.clone(),
         demos: demos.clone(),
@@ -163,21 +175,9 @@ fn eval_refuses_a_validation_band_outside_the_policys_held_out_split() {
     let dir = tempfile::tempdir().unwrap();
     let demos = dir.path().join("demos");
     small_demos(&demos, 5, 160);
-    let system = System::from_toml(RB5).unwrap();
     let set = load_demos(&demos, RB5).unwrap();
     // Held out 0.2 (the test config); a band "of" 0.3 would reach into its training split.
-    let trained = train(&system, RB5, &set, &config(3, 2), |_| {}).unwrap();
-    let onnx = dir.path().join("p.onnx");
-    let side = dir.path().join("p.policy.json");
-    let sys = dir.path().join("rb5.toml");
-    std::fs::write(&sys, RB5).unwrap();
-    std::fs::write(
-        &onnx,
-        camdnn_ilmodel::export::onnx_bytes(&trained.model).unwrap(),
-    )
-    .unwrap();
-    let text = camdnn_ilmodel::export::sidecar_json(&trained.model, false, &system).unwrap();
-    std::fs::write(&side, &text).unwrap();
+    let (sys, onnx, side) = policy_files(dir.path(), &set, 2);
     let args = |v| EvalArgs {
         system: sys.clone(),
         demos: demos.clone(),

@@ -7,23 +7,24 @@ use camdnn_policy::schedulers::{self, fastest_hosts, fill_free_slots};
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::System;
 
-/// Two CPUs; the detector runs twice as fast on `fast` as on `slow`; one
-/// light classifier. `slow` holds `slow_slots` models.
-fn two_cores(slow_slots: usize) -> System {
+/// Two CPU units `a` and `b` (`b` holding `b_slots` models), a detector
+/// and one face model, with the given batch-1 times (ms) on each unit.
+fn two_units(names: [&str; 2], b_slots: usize, detector_ms: [f64; 2], face_ms: [f64; 2]) -> System {
+    let [a, b] = names;
     System::from_toml(&format!(
         r#"
-name = "two-cores"
+name = "two-units"
 max_batch = 1
 
 [[processor]]
-name = "fast"
+name = "{a}"
 kind = "cpu"
 max_resident = 2
 
 [[processor]]
-name = "slow"
+name = "{b}"
 kind = "cpu"
-max_resident = {slow_slots}
+max_resident = {b_slots}
 
 [[model]]
 name = "detector"
@@ -33,24 +34,31 @@ name = "face"
 parent = "detector"
 classes = ["face"]
 
-[profile.detector.fast]
-exec_ms = [5.0]
+[profile.detector.{a}]
+exec_ms = [{}]
 load_ms = 20.0
 
-[profile.detector.slow]
-exec_ms = [10.0]
+[profile.detector.{b}]
+exec_ms = [{}]
 load_ms = 40.0
 
-[profile.face.fast]
-exec_ms = [1.0]
+[profile.face.{a}]
+exec_ms = [{}]
 load_ms = 5.0
 
-[profile.face.slow]
-exec_ms = [1.0]
+[profile.face.{b}]
+exec_ms = [{}]
 load_ms = 5.0
-"#
+"#,
+        detector_ms[0], detector_ms[1], face_ms[0], face_ms[1]
     ))
     .unwrap()
+}
+
+/// Two CPUs; the detector runs twice as fast on `fast` as on `slow`; one
+/// light classifier. `slow` holds `slow_slots` models.
+fn two_cores(slow_slots: usize) -> System {
+    two_units(["fast", "slow"], slow_slots, [5.0, 10.0], [1.0, 1.0])
 }
 
 #[test]
@@ -110,47 +118,7 @@ fn eight_detector_items_per_frame_use_the_replica() {
 /// Two units, the detector fastest on `a` and the face model on `b` (by a
 /// few percent, as on two equal cores); `b` holds `b_slots` models.
 fn two_equal(b_slots: usize) -> System {
-    System::from_toml(&format!(
-        r#"
-name = "two-equal"
-max_batch = 1
-
-[[processor]]
-name = "a"
-kind = "cpu"
-max_resident = 2
-
-[[processor]]
-name = "b"
-kind = "cpu"
-max_resident = {b_slots}
-
-[[model]]
-name = "detector"
-
-[[model]]
-name = "face"
-parent = "detector"
-classes = ["face"]
-
-[profile.detector.a]
-exec_ms = [44.0]
-load_ms = 30.0
-
-[profile.detector.b]
-exec_ms = [46.0]
-load_ms = 30.0
-
-[profile.face.a]
-exec_ms = [14.0]
-load_ms = 20.0
-
-[profile.face.b]
-exec_ms = [13.6]
-load_ms = 20.0
-"#
-    ))
-    .unwrap()
+    two_units(["a", "b"], b_slots, [44.0, 46.0], [14.0, 13.6])
 }
 
 #[test]
