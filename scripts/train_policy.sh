@@ -38,6 +38,8 @@ OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
 EPOCHS=${EPOCHS:-150}
 HELDOUT=0.15
+# The width candidates hold out twice as much: the band between is their validation split.
+BAND_OUTER=0.30
 MAX_OBJECTS=${MAX_OBJECTS:-14}
 START=$(date +%s)
 export RAYON_NUM_THREADS=1
@@ -53,7 +55,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
     for W in $WIDTHS; do
         C=$WORK/width-${W//,/x}
         "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$C" --seed "$SEED" \
-            --epochs "$EPOCHS" --hidden "$W" --heldout 0.30 --quiet
+            --epochs "$EPOCHS" --hidden "$W" --heldout "$BAND_OUTER" --quiet
         "$IL" export --model "$C/model.json" --system "$SYSTEM" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         MEAN=$("$IL" eval --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" \
