@@ -306,8 +306,11 @@ struct FrameState {
     det_found: Vec<Found>,
     objects: Vec<ObjectState>,
     pending: usize,
+    /// When the frame's first batch was dispatched (its queueing ends).
     first_start: Option<Instant>,
-    detect_us: u32,
+    /// Wall span of the detector: its first item's start and its last item's finish (the
+    /// items of a pyramid may run side by side on several processors).
+    detect_started: Option<Instant>,
     detect_done: Option<Instant>,
     /// Requests made for each model so far (index = `ModelId`).
     requests: Vec<u32>,
@@ -466,7 +469,7 @@ impl Actor {
             objects: Vec::new(),
             pending: 1,
             first_start: None,
-            detect_us: 0,
+            detect_started: None,
             detect_done: None,
             requests: vec![0; self.system.num_models()],
             objects_dropped: 0,
@@ -1049,7 +1052,6 @@ impl Actor {
         self.adapt_to(meta.model, meta.proc, meta.items.len(), &report, now);
         let mut frames_touched = Vec::new();
         let is_root = self.system.models[meta.model.0].parent.is_none();
-        let share_us = report.exec_time().as_micros() as u32 / meta.items.len().max(1) as u32;
         for (n, (frame, object)) in meta.items.into_iter().enumerate() {
             let Some(f) = self.frames.get(&frame) else {
                 continue; // answered already (deadline, failure)
@@ -1079,8 +1081,14 @@ impl Actor {
                 }
                 Ok(Decoded::Objects(found)) => {
                     let f = self.frames.get_mut(&frame).expect("checked above");
-                    f.detect_us += share_us;
-                    f.detect_done = Some(report.finished);
+                    f.detect_started = Some(
+                        f.detect_started
+                            .map_or(report.started, |s| s.min(report.started)),
+                    );
+                    f.detect_done = Some(
+                        f.detect_done
+                            .map_or(report.finished, |d| d.max(report.finished)),
+                    );
                     f.det_found.extend(found);
                     f.det_left -= 1;
                     if f.det_left > 0 {
@@ -1257,7 +1265,10 @@ impl Actor {
                 seq: f.seq,
                 timing: Timing {
                     queue_us: us(queue),
-                    detect_us: f.detect_us,
+                    detect_us: match (f.detect_started, f.detect_done) {
+                        (Some(s), Some(d)) => us(d.saturating_duration_since(s)),
+                        _ => 0,
+                    },
                     classify_us: us(classify),
                     total_us: us(total),
                 },
