@@ -119,7 +119,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             detections: src.detections,
             payload: src.payload,
         };
-        client.send_frame(&frame)?;
+        client.send_frame(&frame).with_context(|| {
+            format!(
+                "sending frame {seq} ({}x{} {:?}, {} payload bytes)",
+                frame.width,
+                frame.height,
+                frame.pixel_format,
+                frame.payload.len()
+            )
+        })?;
         tally.sent += 1;
     }
     client.stream().set_read_timeout(None)?;
