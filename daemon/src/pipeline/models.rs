@@ -54,42 +54,58 @@ impl InputPrep {
         })
     }
 
-    /// The detector's items for a whole frame: one (resized or letterboxed) input, or one
-    /// per pyramid scale (each drawn at the top-left of the input-sized canvas), each with
-    /// its transform from network pixels back to frame pixels. Empty when the frame is too
-    /// small for any pyramid scale.
+    /// The detector's items for a whole frame: one (resized or letterboxed) input, or the
+    /// input-sized canvases a pyramid's scales are packed on (`mtcnn::pack_scales`), each with
+    /// its regions' transforms from network pixels back to frame pixels. Empty when the frame
+    /// is too small for any pyramid scale.
     pub fn prepare_frame(
         &self,
         pre: &mut Preprocessor,
         image: &RgbImage,
-    ) -> anyhow::Result<Vec<(Tensor, Transform)>> {
+    ) -> anyhow::Result<Vec<(Tensor, Vec<Transform>)>> {
         let Some(pyramid) = &self.pyramid else {
-            return Ok(vec![self.prepare(pre, image, None, false)?]);
+            let (t, transform) = self.prepare(pre, image, None, false)?;
+            return Ok(vec![(t, vec![transform])]);
         };
         let (fw, fh) = (image.width(), image.height());
         let scales = mtcnn::pyramid_scales(fw, fh, self.width, self.height, pyramid)?;
-        let mut out = Vec::with_capacity(scales.len());
-        for s in scales {
-            let sw = ((fw as f32 * s).round() as u32).clamp(1, self.width);
-            let sh = ((fh as f32 * s).round() as u32).clamp(1, self.height);
+        let sizes: Vec<(u32, u32)> = scales
+            .iter()
+            .map(|s| {
+                let sw = ((fw as f32 * s).round() as u32).clamp(1, self.width);
+                let sh = ((fh as f32 * s).round() as u32).clamp(1, self.height);
+                (sw, sh)
+            })
+            .collect();
+        let places = mtcnn::pack_scales(&sizes, self.width, self.height, pyramid.pack)?;
+        let n_canvases = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut canvases = (0..n_canvases)
+            .map(|_| RgbImage::filled(self.width, self.height, self.pad).map(|c| (c, Vec::new())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stride = self.width as usize * 3;
+        for (&(sw, sh), &(n, x, y)) in sizes.iter().zip(&places) {
             let (scaled, _) = pre.stretch(image, sw, sh)?;
-            let mut canvas = RgbImage::filled(self.width, self.height, self.pad)?;
+            let (canvas, regions) = &mut canvases[n];
             let row = sw as usize * 3;
-            let stride = self.width as usize * 3;
             let dst = canvas.data_mut();
-            for (y, src) in scaled.data().chunks_exact(row).enumerate() {
-                dst[y * stride..y * stride + row].copy_from_slice(src);
+            for (r, src) in scaled.data().chunks_exact(row).enumerate() {
+                let at = (y as usize + r) * stride + x as usize * 3;
+                dst[at..at + row].copy_from_slice(src);
             }
-            let transform = Transform {
+            regions.push(Transform {
                 scale_x: sw as f32 / fw as f32,
                 scale_y: sh as f32 / fh as f32,
+                pad_x: x as f32,
+                pad_y: y as f32,
                 input_width: self.width as f32,
                 input_height: self.height as f32,
                 ..Transform::identity(fw, fh)
-            };
-            out.push((self.tensor(&canvas)?, transform));
+            });
         }
-        Ok(out)
+        canvases
+            .into_iter()
+            .map(|(canvas, regions)| Ok((self.tensor(&canvas)?, regions)))
+            .collect()
     }
 
     fn tensor(&self, img: &RgbImage) -> anyhow::Result<Tensor> {
@@ -253,10 +269,12 @@ impl Verdict {
 }
 
 /// What a decoder knows about the item besides its outputs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ItemContext {
-    /// Network pixels to frame pixels (detector items).
-    pub transform: Transform,
+    /// Network pixels to frame pixels, one transform per region of the frame drawn on the
+    /// input: one for a resized or letterboxed frame (and per-object items), one per pyramid
+    /// scale packed on a P-Net canvas (its offset in `pad_x` / `pad_y`).
+    pub regions: Vec<Transform>,
     /// The object's box the input was cut from (per-object items).
     pub bbox: Option<BBox>,
 }
@@ -417,7 +435,10 @@ impl Decoder {
 
     /// Reads one item's outputs (batch dim 1).
     pub fn decode(&self, outputs: &[Tensor], ctx: &ItemContext) -> anyhow::Result<Decoded> {
-        let transform = &ctx.transform;
+        let transform = ctx
+            .regions
+            .first()
+            .context("the item has no transform to the frame")?;
         let f32_of = |n: usize| -> anyhow::Result<&[f32]> {
             let t = outputs
                 .get(n)
@@ -542,15 +563,13 @@ impl Decoder {
                     MapLayout::Whc => (a, b),
                     MapLayout::Hwc => (b, a),
                 };
-                let dets = mtcnn::decode_pnet(
-                    f32s(prob)?,
-                    f32s(reg)?,
-                    map_w,
-                    map_h,
-                    *layout,
-                    transform,
-                    config,
-                )?;
+                let (prob, reg) = (f32s(prob)?, f32s(reg)?);
+                let mut dets = Vec::new();
+                for region in &ctx.regions {
+                    dets.extend(mtcnn::decode_pnet(
+                        prob, reg, map_w, map_h, *layout, region, config,
+                    )?);
+                }
                 Decoded::Objects(named_as(dets, label))
             }
             Decoder::Rnet { threshold } => {
@@ -807,29 +826,50 @@ output = { kind = "mtcnn_pnet" }
     }
 
     #[test]
-    fn the_pyramid_gives_one_canvas_item_per_scale() {
+    fn the_pyramids_scales_are_packed_on_canvases() {
         let m = pnet_entry();
         let rt = ModelRuntime::new(&m, &|p| p.to_path_buf()).unwrap();
         let img = RgbImage::filled(512, 256, [200, 10, 10]).unwrap();
-        let items = rt
+        // 12 / 40 = 0.3 would make 153.6 px, which fits; 256 * 0.3 * 0.709^k >= 12 for k < 6.
+        let scale = |n: usize| (512.0 * 0.3 * 0.709f32.powi(n as i32)).round() / 512.0;
+        let check = |items: &[(Tensor, Vec<Transform>)]| {
+            let mut regions: Vec<&Transform> = items.iter().flat_map(|(_, r)| r).collect();
+            regions.sort_by(|a, b| b.scale_x.total_cmp(&a.scale_x));
+            assert_eq!(regions.len(), 6);
+            for (n, tr) in regions.iter().enumerate() {
+                assert!((tr.scale_x - scale(n)).abs() < 1e-6, "{tr:?}");
+                assert_eq!(tr.frame_width, 512.0);
+            }
+            for (t, regions) in items {
+                assert_eq!(t.shape(), &[1, 160, 160, 3], "NWHC canvas");
+                let data = t.as_f32().unwrap();
+                // Each region's top-left pixel is the image's; the far corner is padding.
+                for tr in regions {
+                    let (x, y) = (tr.pad_x as usize, tr.pad_y as usize);
+                    assert_eq!(data[(x * 160 + y) * 3], 200.0, "{tr:?}");
+                }
+                assert_eq!(data[data.len() - 3], 9.0);
+            }
+        };
+        let packed = rt
             .input
             .prepare_frame(&mut Preprocessor::new(), &img)
             .unwrap();
-        // 12 / 40 = 0.3 would make 153.6 px, which fits; 256 * 0.3 * 0.709^k >= 12 for k < 6.
-        assert_eq!(items.len(), 6);
-        for (n, (t, tr)) in items.iter().enumerate() {
-            assert_eq!(t.shape(), &[1, 160, 160, 3], "NWHC canvas");
-            let s = 0.3 * 0.709f32.powi(n as i32);
-            assert!(
-                (tr.scale_x - (512.0 * s).round() / 512.0).abs() < 1e-6,
-                "{tr:?}"
-            );
-            assert_eq!((tr.pad_x, tr.pad_y, tr.frame_width), (0.0, 0.0, 512.0));
-            let data = t.as_f32().unwrap();
-            // (x = 0, y = 0) is the image, the far corner is padding.
-            assert_eq!(data[0], 200.0);
-            assert_eq!(data[data.len() - 3], 9.0);
-        }
+        check(&packed);
+        assert_eq!(packed.len(), 2, "6 scales on 2 canvases");
+        // Unpacked: one canvas per scale, the scale at its top-left.
+        let mut m = pnet_entry();
+        m.input.pyramid.as_mut().unwrap().pack = false;
+        let rt1 = ModelRuntime::new(&m, &|p| p.to_path_buf()).unwrap();
+        let one = rt1
+            .input
+            .prepare_frame(&mut Preprocessor::new(), &img)
+            .unwrap();
+        check(&one);
+        assert_eq!(one.len(), 6);
+        assert!(one
+            .iter()
+            .all(|(_, r)| r.len() == 1 && (r[0].pad_x, r[0].pad_y) == (0.0, 0.0)));
         assert!(matches!(
             rt.decoder,
             Decoder::Pnet {
@@ -875,7 +915,7 @@ output = { kind = "movenet", face = {} }"#,
         // A 96x192 person box fit into 192x192: drawn 96 wide at left 48, scale 1.
         let person = BBox::new(100.0, 50.0, 196.0, 242.0);
         let ctx = ItemContext {
-            transform: Transform::identity(640, 480),
+            regions: vec![Transform::identity(640, 480)],
             bbox: Some(person),
         };
         let mut k = vec![0.0f32; 51];
@@ -939,7 +979,7 @@ output = { kind = "age_gender" }"#,
             Tensor::from_f32(vec![1, 1], vec![0.1]).unwrap(),
         ];
         let ctx = ItemContext {
-            transform: Transform::identity(100, 100),
+            regions: vec![Transform::identity(100, 100)],
             bbox: Some(BBox::new(0.0, 0.0, 50.0, 50.0)),
         };
         let Decoded::Output {
@@ -961,7 +1001,7 @@ output = { kind = "age_gender" }"#,
     fn rnet_outputs_are_found_by_shape_and_reject_or_refine() {
         let rnet = Decoder::Rnet { threshold: 0.7 };
         let ctx = ItemContext {
-            transform: Transform::identity(100, 100),
+            regions: vec![Transform::identity(100, 100)],
             bbox: Some(BBox::new(10.0, 10.0, 49.0, 49.0)),
         };
         let out = |p: f32| {
@@ -983,7 +1023,10 @@ output = { kind = "age_gender" }"#,
             format!("{e:#}").contains("no output with last dim 2"),
             "{e:#}"
         );
-        let no_box = ItemContext { bbox: None, ..ctx };
+        let no_box = ItemContext {
+            bbox: None,
+            ..ctx.clone()
+        };
         assert!(rnet.decode(&out(0.9), &no_box).is_err());
         assert!(Decoder::Upstream { labels: vec![] }
             .decode(&out(0.9), &ctx)

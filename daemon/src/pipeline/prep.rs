@@ -67,8 +67,8 @@ pub enum Prepared {
         frame: u64,
         /// The decoded frame.
         image: Arc<RgbImage>,
-        /// Batch-1 inputs, each with its network-to-frame transform.
-        items: Vec<(Tensor, Transform)>,
+        /// Batch-1 inputs, each with its regions' network-to-frame transforms.
+        items: Vec<(Tensor, Vec<Transform>)>,
     },
     /// Crops are ready (an item whose crop failed carries the reason).
     Crops {

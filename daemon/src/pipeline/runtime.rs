@@ -298,8 +298,9 @@ struct FrameState {
     priority: u8,
     reply: oneshot::Sender<Outcome>,
     image: Option<Arc<RgbImage>>,
-    /// Per detector item (pyramid scale): network pixels to frame pixels.
-    det_transforms: Vec<Transform>,
+    /// Per detector item (a frame, or a canvas of pyramid scales): its regions' network
+    /// pixels to frame pixels.
+    det_transforms: Vec<Vec<Transform>>,
     /// Detector items not decoded yet.
     det_left: usize,
     /// Objects of the detector items decoded so far (merged when the last one is).
@@ -1060,13 +1061,13 @@ impl Actor {
                 report.outputs.iter().map(|t| t.slice_batch(n, 1)).collect();
             let ctx = if is_root {
                 ItemContext {
-                    transform: f.det_transforms[object],
+                    regions: f.det_transforms[object].clone(),
                     bbox: None,
                 }
             } else {
                 let (w, h) = f.image.as_ref().map_or((1, 1), |i| (i.width(), i.height()));
                 ItemContext {
-                    transform: Transform::identity(w, h),
+                    regions: vec![Transform::identity(w, h)],
                     bbox: Some(f.objects[object].bbox),
                 }
             };

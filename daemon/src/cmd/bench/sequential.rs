@@ -151,11 +151,11 @@ impl<'a> Walker<'a> {
             .input
             .prepare_frame(&mut self.pre, image)?;
         let mut found = Vec::new();
-        for (t, transform) in items {
+        for (t, regions) in items {
             self.work.detector_runs += 1;
             let out = self.run(root, t)?;
             let ctx = ItemContext {
-                transform,
+                regions,
                 bbox: None,
             };
             match self.models[root.0].1.decoder.decode(&out, &ctx)? {
@@ -209,7 +209,7 @@ impl<'a> Walker<'a> {
                 .or_default() += 1;
             let out = self.run(m, input)?;
             let ctx = ItemContext {
-                transform: identity,
+                regions: vec![identity],
                 bbox: Some(bbox),
             };
             let Decoded::Output {
