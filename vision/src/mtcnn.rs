@@ -655,6 +655,40 @@ mod tests {
             let one = pack_scales(&sizes, 192, 192, false).unwrap();
             assert!(one.iter().enumerate().all(|(i, &a)| a == (i, 0, 0)));
         }
+        // Any frame and canvas, odd sides included: inside, even, apart.
+        for (fw, fh, cw, ch) in [(1000, 300, 161, 97), (300, 900, 97, 161), (12, 12, 13, 13)] {
+            let min_face = 12.0;
+            let cfg = PyramidConfig {
+                min_face,
+                factor: 0.8,
+                ..Default::default()
+            };
+            let sizes: Vec<(u32, u32)> = pyramid_scales(fw, fh, cw, ch, &cfg)
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    let w = ((fw as f32 * s).round() as u32).clamp(1, cw);
+                    let h = ((fh as f32 * s).round() as u32).clamp(1, ch);
+                    (w, h)
+                })
+                .collect();
+            assert!(!sizes.is_empty());
+            let at = pack_scales(&sizes, cw, ch, true).unwrap();
+            for (i, &(n, x, y)) in at.iter().enumerate() {
+                let (w, h) = sizes[i];
+                assert!(
+                    x % 2 == 0 && y % 2 == 0 && x + w <= cw && y + h <= ch,
+                    "{at:?}"
+                );
+                for (j, &(m, u, v)) in at[..i].iter().enumerate() {
+                    let (a, b) = sizes[j];
+                    assert!(
+                        n != m || x >= u + a || u >= x + w || y >= v + b || v >= y + h,
+                        "{fw}x{fh} on {cw}x{ch}: {j} and {i} overlap: {at:?}"
+                    );
+                }
+            }
+        }
         assert!(pack_scales(&[(193, 10)], 192, 192, true).is_err());
         assert!(pack_scales(&[(0, 10)], 192, 192, true).is_err());
     }

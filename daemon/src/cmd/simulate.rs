@@ -68,7 +68,7 @@ pub struct Args {
     /// whose host has more queued work than this, ms (default: place at once).
     #[arg(long)]
     pub dispatch_ahead_ms: Option<f64>,
-    /// Requests the detector runs per frame (one per pyramid scale).
+    /// Requests the detector runs per frame (MTCNN: one per canvas its pyramid is packed on).
     #[arg(long, default_value_t = 1)]
     pub root_items: u32,
     /// Time to decode a frame and prepare the detector's input before its

@@ -174,7 +174,7 @@ pub enum Decoder {
     Dbnet { config: DbNetConfig },
     /// Detections come with the frame; never run. `labels` name class ids.
     Upstream { labels: Vec<String> },
-    /// MTCNN P-Net on one pyramid scale.
+    /// MTCNN P-Net on a canvas of pyramid scales.
     Pnet {
         config: PnetConfig,
         label: String,
@@ -421,7 +421,7 @@ impl Decoder {
         }
     }
 
-    /// Combines the objects of all of a frame's detector items (pyramid scales:
+    /// Combines the objects of all of a frame's detector items (pyramid canvases:
     /// suppression across scales; one item: as they are).
     pub fn merge(&self, found: Vec<Found>) -> Vec<Found> {
         match self {

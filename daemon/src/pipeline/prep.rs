@@ -60,7 +60,7 @@ pub enum Job {
 
 /// What the pool sends back to the scheduler thread.
 pub enum Prepared {
-    /// The detector's items are ready: one per frame, or one per pyramid scale (none
+    /// The detector's items are ready: one per frame, or one per canvas of pyramid scales (none
     /// when the frame is too small for any scale).
     DetectorInput {
         /// Frame id.

@@ -596,7 +596,7 @@ impl Actor {
     }
 
     /// Records the scene r of a frame whose level-1 requests per model are
-    /// `level1` (the detector counts its items, e.g. pyramid scales; deeper
+    /// `level1` (the detector counts its items, e.g. pyramid canvases; deeper
     /// models are estimated, [`SceneEstimator`]) and tells the scheduler.
     fn note_scene(&mut self, frame: u64, level1: &[u32]) {
         let root_items = self
@@ -651,7 +651,7 @@ impl Actor {
                 let count = items.len();
                 for (object, (tensor, transform)) in items.into_iter().enumerate() {
                     f.det_transforms.push(transform);
-                    // For detector items, `object` is the item (pyramid scale) index.
+                    // For detector items, `object` is the item (pyramid canvas) index.
                     queue.push_back(Item {
                         frame,
                         object,

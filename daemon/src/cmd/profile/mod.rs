@@ -122,7 +122,7 @@ fn ms(d: Duration) -> f64 {
 
 /// Per model (index = config order), the batch-1 inputs it is measured on,
 /// used in turn: from the `--image` frame as the pipeline prepares it (every
-/// item of the detector, i.e. each pyramid scale, as the pipeline runs them
+/// item of the detector, i.e. each canvas of pyramid scales, as the pipeline runs them
 /// all; a per-object model's crops of [`distinct_boxes`] of the frame), or
 /// zeros of the configured shape.
 ///
