@@ -265,8 +265,19 @@ pub fn decode_pnet(
     let y_end = y0 + (transform.frame_height * transform.scale_y).round();
     let mut raw = Vec::new();
     let mut regs = Vec::new();
-    for r in 0..map_height {
-        for c in 0..map_width {
+    // Only the cells whose window can lie inside the region (a packed canvas holds several).
+    let cells_in = |lo: f32, end: f32, n: usize| {
+        let first = (lo / STRIDE).ceil().max(0.0) as usize;
+        let last = ((end - CELL) / STRIDE).floor();
+        let past = if last < 0.0 {
+            0
+        } else {
+            (last as usize + 1).min(n)
+        };
+        first.min(past)..past
+    };
+    for r in cells_in(y0, y_end, map_height) {
+        for c in cells_in(x0, x_end, map_width) {
             let i = match layout {
                 MapLayout::Hwc => r * map_width + c,
                 MapLayout::Whc => c * map_height + r,
