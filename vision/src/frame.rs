@@ -177,18 +177,27 @@ impl Frame {
         &self.data
     }
 
+    /// Converts (or decodes) the frame to packed RGB, reusing the frame's bytes where it is
+    /// RGB or BGR already (no copy of a camera-sized buffer).
+    pub fn into_rgb(self) -> Result<RgbImage> {
+        match self.format {
+            PixelFormat::Rgb24 => RgbImage::new(self.width, self.height, self.data),
+            PixelFormat::Bgr24 => {
+                let mut data = self.data;
+                for px in data.chunks_exact_mut(3) {
+                    px.swap(0, 2);
+                }
+                RgbImage::new(self.width, self.height, data)
+            }
+            PixelFormat::Nv12 | PixelFormat::Jpeg => self.to_rgb(),
+        }
+    }
+
     /// Converts (or decodes) the frame to packed RGB.
     pub fn to_rgb(&self) -> Result<RgbImage> {
         let (w, h) = (self.width as usize, self.height as usize);
         let data = match self.format {
-            PixelFormat::Rgb24 => self.data.clone(),
-            PixelFormat::Bgr24 => {
-                let mut out = self.data.clone();
-                for px in out.chunks_exact_mut(3) {
-                    px.swap(0, 2);
-                }
-                out
-            }
+            PixelFormat::Rgb24 | PixelFormat::Bgr24 => return self.clone().into_rgb(),
             PixelFormat::Nv12 => nv12_to_rgb(&self.data, w, h),
             PixelFormat::Jpeg => {
                 let mut dec =
@@ -390,8 +399,10 @@ mod tests {
     fn bgr_is_swapped() {
         let f = Frame::new(1, 1, PixelFormat::Bgr24, vec![1, 2, 3]).unwrap();
         assert_eq!(f.to_rgb().unwrap().data(), &[3, 2, 1]);
+        assert_eq!(f.into_rgb().unwrap().data(), &[3, 2, 1]);
         let f = Frame::new(1, 1, PixelFormat::Rgb24, vec![1, 2, 3]).unwrap();
         assert_eq!(f.to_rgb().unwrap().data(), &[1, 2, 3]);
+        assert_eq!(f.into_rgb().unwrap().data(), &[1, 2, 3]);
     }
 
     #[test]

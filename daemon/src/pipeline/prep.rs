@@ -267,5 +267,5 @@ pub fn decode(raw: &camdnn_protocol::Frame) -> Result<RgbImage, (RejectReason, S
             Frame::new(raw.width, raw.height, fmt, bytes).map_err(bad)?
         }
     };
-    frame.to_rgb().map_err(bad)
+    frame.into_rgb().map_err(bad)
 }
