@@ -348,7 +348,7 @@ fn bench_counts_the_work_of_the_python_processes_on_an_image_graph() {
     assert_eq!(
         names,
         [
-            "camdnn (tract + ort, 2 in flight)",
+            "camdnn (tract + ort, 3 in flight)",
             "Python faces, 2 single-thread processes round robin",
             "Python faces, one process, default threads",
         ]
