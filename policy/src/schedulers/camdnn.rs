@@ -391,6 +391,14 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
 /// mapping that suited the last dominant type fails on the next one).
 pub const HISTORY: usize = 3;
 
+/// At most this many frames of an epoch (its first ones, at the epoch's
+/// frame rate) are kept for the replays, so a global step's cost does not grow
+/// with the camera's rate: in camdnnd at 130 frames/s, replaying whole epochs
+/// took 33-75 ms of the scheduler thread every 5 s, a stall of up to 75 ms for
+/// the frames arriving then. 150 frames is a whole 5 s epoch up to 30 frames/s,
+/// so the simulator's runs at the paper's 14 frames/s are unchanged.
+pub const REPLAY_FRAMES: usize = 150;
+
 /// How a choice did on the recent window: frames on time (more is better),
 /// then the sum of delays with a miss counted as twice the deadline (less
 /// is better).
@@ -538,6 +546,9 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                 .collect();
         }
         let observed = !window.is_empty();
+        // The epoch's frames, before the cap: the audit's frame period.
+        let epoch_frames = window.len();
+        window.truncate(REPLAY_FRAMES);
         if observed {
             self.history.push(window);
             if self.history.len() > HISTORY {
@@ -549,7 +560,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // that epoch was observed: the last history entry is an older one).
         let epoch = self.history.last().filter(|_| observed);
         if let (Some(audit), Some(epoch)) = (self.audit.take(), epoch) {
-            let period = (now - audit.at_ms) / epoch.len().max(1) as f64;
+            let period = (now - audit.at_ms) / epoch_frames.max(1) as f64;
             let mut on_time = [None; CHOICES];
             for (idx, mut probe, c) in audit.probes {
                 if let Some(score) = replay(system, &mut probe, c, audit.at_ms, epoch, period) {
