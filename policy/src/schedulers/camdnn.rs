@@ -768,7 +768,43 @@ fn planned_host(
 
 #[cfg(test)]
 mod tests {
-    use super::{TrackRecord, CHOICES, DEFAULT_CHOICE};
+    use super::{Camdnn, TrackRecord, CHOICES, DEFAULT_CHOICE, REPLAY_FRAMES};
+    use crate::schedulers::{GreedyPlanner, Scheduler};
+    use crate::{Cluster, System};
+
+    /// The frames each epoch keeps for the replays after `epochs` epochs of
+    /// `per_epoch` frames each, 5 s apart.
+    fn kept(per_epoch: usize, epochs: usize) -> Vec<usize> {
+        let system = System::from_toml(include_str!("../../../config/profiles/rb5.toml")).unwrap();
+        let mut s = Camdnn::new(GreedyPlanner::default(), 5.0);
+        let mut cluster = Cluster::new(&system);
+        let start = s.initial_plan(&system);
+        cluster.preload(&system, &start);
+        let scene = crate::sim::full_scene(&system, &[3, 2, 1]);
+        for e in 1..=epochs {
+            let t0 = (e - 1) as f64 * 5000.0;
+            for f in 0..per_epoch {
+                let now = t0 + f as f64 * 5000.0 / per_epoch as f64;
+                s.observe_scene(&system, &cluster, now, &scene);
+            }
+            s.on_epoch(
+                &system,
+                &mut cluster,
+                e as f64 * 5000.0,
+                &scene,
+                per_epoch as f64,
+            );
+        }
+        s.history.iter().map(|w| w.len()).collect()
+    }
+
+    #[test]
+    fn a_fast_camera_replays_at_most_replay_frames_of_each_epoch() {
+        // 130 frames/s: 650 frames an epoch, of which the replays keep the first 150.
+        assert_eq!(kept(650, 4), vec![REPLAY_FRAMES; 3]);
+        // 14 frames/s: whole epochs, as before the cap.
+        assert_eq!(kept(70, 2), vec![70, 70]);
+    }
 
     fn epoch(default: f64, static_dist: f64) -> [f64; CHOICES] {
         let mut on_time = [default; CHOICES];
