@@ -286,12 +286,8 @@ pub fn decode_pnet(
             if score.is_nan() || score < config.threshold {
                 continue;
             }
-            let (cx, cy) = (c as f32 * STRIDE, r as f32 * STRIDE);
-            if cx < x0 || cy < y0 || cx + CELL > x_end || cy + CELL > y_end {
-                continue;
-            }
             // The window's position in the scaled frame.
-            let (x, y) = (cx - x0, cy - y0);
+            let (x, y) = (c as f32 * STRIDE - x0, r as f32 * STRIDE - y0);
             // MTCNN: q1 = fix((stride * cell + 1) / scale), q2 = fix((stride * cell + 12) / scale).
             let b = BBox::new(
                 ((x + 1.0) / transform.scale_x).trunc(),

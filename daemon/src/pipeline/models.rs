@@ -269,12 +269,12 @@ impl Verdict {
 }
 
 /// What a decoder knows about the item besides its outputs.
-#[derive(Debug, Clone)]
-pub struct ItemContext {
+#[derive(Debug, Clone, Copy)]
+pub struct ItemContext<'a> {
     /// Network pixels to frame pixels, one transform per region of the frame drawn on the
     /// input: one for a resized or letterboxed frame (and per-object items), one per pyramid
     /// scale packed on a P-Net canvas (its offset in `pad_x` / `pad_y`).
-    pub regions: Vec<Transform>,
+    pub regions: &'a [Transform],
     /// The object's box the input was cut from (per-object items).
     pub bbox: Option<BBox>,
 }
@@ -434,7 +434,7 @@ impl Decoder {
     }
 
     /// Reads one item's outputs (batch dim 1).
-    pub fn decode(&self, outputs: &[Tensor], ctx: &ItemContext) -> anyhow::Result<Decoded> {
+    pub fn decode(&self, outputs: &[Tensor], ctx: &ItemContext<'_>) -> anyhow::Result<Decoded> {
         let transform = ctx
             .regions
             .first()
@@ -565,7 +565,7 @@ impl Decoder {
                 };
                 let (prob, reg) = (f32s(prob)?, f32s(reg)?);
                 let mut dets = Vec::new();
-                for region in &ctx.regions {
+                for region in ctx.regions {
                     dets.extend(mtcnn::decode_pnet(
                         prob, reg, map_w, map_h, *layout, region, config,
                     )?);
@@ -915,7 +915,7 @@ output = { kind = "movenet", face = {} }"#,
         // A 96x192 person box fit into 192x192: drawn 96 wide at left 48, scale 1.
         let person = BBox::new(100.0, 50.0, 196.0, 242.0);
         let ctx = ItemContext {
-            regions: vec![Transform::identity(640, 480)],
+            regions: &[Transform::identity(640, 480)],
             bbox: Some(person),
         };
         let mut k = vec![0.0f32; 51];
@@ -979,7 +979,7 @@ output = { kind = "age_gender" }"#,
             Tensor::from_f32(vec![1, 1], vec![0.1]).unwrap(),
         ];
         let ctx = ItemContext {
-            regions: vec![Transform::identity(100, 100)],
+            regions: &[Transform::identity(100, 100)],
             bbox: Some(BBox::new(0.0, 0.0, 50.0, 50.0)),
         };
         let Decoded::Output {
@@ -1001,7 +1001,7 @@ output = { kind = "age_gender" }"#,
     fn rnet_outputs_are_found_by_shape_and_reject_or_refine() {
         let rnet = Decoder::Rnet { threshold: 0.7 };
         let ctx = ItemContext {
-            regions: vec![Transform::identity(100, 100)],
+            regions: &[Transform::identity(100, 100)],
             bbox: Some(BBox::new(10.0, 10.0, 49.0, 49.0)),
         };
         let out = |p: f32| {
@@ -1023,10 +1023,7 @@ output = { kind = "age_gender" }"#,
             format!("{e:#}").contains("no output with last dim 2"),
             "{e:#}"
         );
-        let no_box = ItemContext {
-            bbox: None,
-            ..ctx.clone()
-        };
+        let no_box = ItemContext { bbox: None, ..ctx };
         assert!(rnet.decode(&out(0.9), &no_box).is_err());
         assert!(Decoder::Upstream { labels: vec![] }
             .decode(&out(0.9), &ctx)

@@ -1059,15 +1059,16 @@ impl Actor {
             };
             let outputs: Result<Vec<Tensor>, EngineError> =
                 report.outputs.iter().map(|t| t.slice_batch(n, 1)).collect();
+            let (w, h) = f.image.as_ref().map_or((1, 1), |i| (i.width(), i.height()));
+            let identity = [Transform::identity(w, h)];
             let ctx = if is_root {
                 ItemContext {
-                    regions: f.det_transforms[object].clone(),
+                    regions: &f.det_transforms[object],
                     bbox: None,
                 }
             } else {
-                let (w, h) = f.image.as_ref().map_or((1, 1), |i| (i.width(), i.height()));
                 ItemContext {
-                    regions: vec![Transform::identity(w, h)],
+                    regions: &identity,
                     bbox: Some(f.objects[object].bbox),
                 }
             };

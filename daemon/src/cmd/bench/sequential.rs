@@ -155,7 +155,7 @@ impl<'a> Walker<'a> {
             self.work.detector_runs += 1;
             let out = self.run(root, t)?;
             let ctx = ItemContext {
-                regions,
+                regions: &regions,
                 bbox: None,
             };
             match self.models[root.0].1.decoder.decode(&out, &ctx)? {
@@ -209,7 +209,7 @@ impl<'a> Walker<'a> {
                 .or_default() += 1;
             let out = self.run(m, input)?;
             let ctx = ItemContext {
-                regions: vec![identity],
+                regions: std::slice::from_ref(&identity),
                 bbox: Some(bbox),
             };
             let Decoded::Output {
