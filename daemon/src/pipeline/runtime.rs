@@ -315,14 +315,6 @@ struct FrameState {
     detect_done: Option<Instant>,
     /// Requests made for each model so far (index = `ModelId`).
     requests: Vec<u32>,
-    /// Requests of each model not answered yet (index = `ModelId`): a
-    /// model's children start when its count falls to zero.
-    open: Vec<u32>,
-    /// Children's crops waiting for every request of their parent model in
-    /// this frame to be answered: as in the simulator (a deeper level is
-    /// released when its parent's requests are all done), so they reach the
-    /// batcher together and ride in one batch instead of one each.
-    held_crops: Vec<CropSpec>,
     /// Objects over `max_objects`, left out before any crop was cut.
     objects_dropped: u32,
 }
@@ -481,8 +473,6 @@ impl Actor {
             detect_started: None,
             detect_done: None,
             requests: vec![0; self.system.num_models()],
-            open: vec![0; self.system.num_models()],
-            held_crops: Vec::new(),
             objects_dropped: 0,
         };
         let root = self
@@ -571,7 +561,6 @@ impl Actor {
             self.batcher.expect(frame, m, counts[m.0]);
             if let Some(f) = self.frames.get_mut(&frame) {
                 f.requests[m.0] += counts[m.0];
-                f.open[m.0] += counts[m.0];
             }
         }
         counts
@@ -712,7 +701,6 @@ impl Actor {
                             if let Some(fl) = self.batcher.arrive(now, frame, spec.model, 0) {
                                 self.flush(fl);
                             }
-                            self.request_closed(frame, spec.model);
                         }
                     }
                 }
@@ -1163,16 +1151,22 @@ impl Actor {
                             metrics::counter!("camdnn_objects_rejected_total", "model" => model.name.clone()).increment(1);
                         }
                     }
-                    if let Some(bbox) = verdict.child_crop(obj.bbox) {
-                        f.held_crops
-                            .extend(model.children.iter().map(|&c| CropSpec {
+                    let crops: Vec<CropSpec> = match verdict.child_crop(obj.bbox) {
+                        None => Vec::new(),
+                        Some(bbox) => model
+                            .children
+                            .iter()
+                            .map(|&c| CropSpec {
                                 object,
                                 model: c,
                                 bbox,
                                 rotate,
-                            }));
-                    }
-                    self.request_closed(frame, meta.model);
+                            })
+                            .collect(),
+                    };
+                    // Each answer's children start at once, not when the model's last request
+                    // of the frame is answered: the levels overlap (docs/architecture.md).
+                    self.start_crops(frame, crops);
                 }
             }
             if let Some(f) = self.frames.get_mut(&frame) {
@@ -1209,25 +1203,6 @@ impl Actor {
             image,
             crops,
         });
-    }
-
-    /// One request of `model` in `frame` is answered (or its crop failed):
-    /// when it was the model's last one, the children's crops its answers
-    /// asked for start, all together.
-    fn request_closed(&mut self, frame: u64, model: ModelId) {
-        let Some(f) = self.frames.get_mut(&frame) else {
-            return;
-        };
-        let open = &mut f.open[model.0];
-        *open = open.saturating_sub(1);
-        if *open > 0 {
-            return;
-        }
-        let (ready, held): (Vec<CropSpec>, Vec<CropSpec>) = std::mem::take(&mut f.held_crops)
-            .into_iter()
-            .partition(|c| self.system.models[c.model.0].parent == Some(model));
-        f.held_crops = held;
-        self.start_crops(frame, ready);
     }
 
     fn maybe_complete(&mut self, frame: u64) {
