@@ -741,7 +741,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 if root_items > 1 {
                     println!(
-                        "(the detector ran {root_items} items per frame, one per pyramid scale; the simulator runs as many)"
+                        "(the detector ran {root_items} items per frame (canvases of pyramid scales); the simulator runs as many)"
                     );
                 }
                 sim_json = json!({"fps": fps, "deadline_ms": deadline_ms,
