@@ -395,8 +395,9 @@ pub const HISTORY: usize = 3;
 /// frame rate) are kept for the replays, so a global step's cost does not grow
 /// with the camera's rate: in camdnnd on faces fed at 60 frames/s, replaying
 /// whole epochs took 33-75 ms of the scheduler thread on 4 of 6 steps, a stall
-/// of up to 75 ms for the frames arriving then (20-50 ms with the cap). 150 frames is a whole 5 s epoch up to 30 frames/s,
-/// so the simulator's runs at the paper's 14 frames/s are unchanged.
+/// of up to 75 ms for the frames arriving then (20-50 ms with the cap). 150
+/// frames is a whole 5 s epoch up to 30 frames/s, so the simulator's runs at
+/// the paper's 14 frames/s are unchanged.
 pub const REPLAY_FRAMES: usize = 150;
 
 /// How a choice did on the recent window: frames on time (more is better),
