@@ -555,9 +555,9 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     /// the cluster's present state (queues, residency, the choice's loads);
     /// the best is kept for the next epoch, the current choice unless
     /// another is clearly better (on delay alone by a wider margin without
-    /// a record that proves such wins). A choice whose [`TrackRecord`] is clearly behind the
-    /// default's is left out. Without a window, the plans are
-    /// compared by [`beats`].
+    /// a record that proves such wins). A choice whose [`TrackRecord`] is
+    /// clearly behind the default's is left out. Without a window, the
+    /// plans are compared by [`beats`].
     fn on_epoch(
         &mut self,
         system: &System,
