@@ -136,6 +136,8 @@ pub struct Tally {
     pub worst_ratio: f64,
     /// "board/shape" of the worst ratio.
     pub worst_case: String,
+    /// Cases whose ratio is under [`FLOOR_RATIO`].
+    pub under_floor: usize,
     /// Geometric mean over cases of other's median delay / the reference's
     /// (above 1: the reference is faster), over the cases where both
     /// medians are finite.
@@ -153,6 +155,10 @@ pub struct Tally {
     /// ([`Case::own_board`]).
     pub own_board: usize,
 }
+
+/// The on-time share ratio reference / other that issue 13's floor asks the
+/// full scheduler to keep against `camdnn-local` on every case.
+pub const FLOOR_RATIO: f64 = 0.98;
 
 /// The reference's wins and losses on the on-time share against every other
 /// scheduler, a difference of at most `tie` (absolute share) being a tie.
@@ -175,6 +181,7 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                 losses: 0,
                 worst_ratio: f64::INFINITY,
                 worst_case: String::new(),
+                under_floor: 0,
                 median_speedup: 1.0,
                 finite_medians: 0,
                 reference_only_infinite: 0,
@@ -202,6 +209,9 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                 } else {
                     1.0
                 };
+                if ratio < FLOOR_RATIO {
+                    t.under_floor += 1;
+                }
                 if ratio < t.worst_ratio {
                     t.worst_ratio = ratio;
                     t.worst_case = format!("{}/{}", case.board, case.shape);
@@ -332,6 +342,7 @@ mod tests {
             ("other", 3, 1, 1)
         );
         assert_eq!((t.worst_ratio, t.worst_case.as_str()), (0.5, "b/b"));
+        assert_eq!(t.under_floor, 1);
         // (2 * 0.5 * 1) ^ (1/3) = 1.
         assert!((t.median_speedup - 1.0).abs() < 1e-12);
         // The other's medians over the bound: (5 * 1.25 * 2) ^ (1/3).

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{fmt_delay, SimConfig};
-use camdnn_policy::suite::{hindsight_speedup, run_case, tally, Case};
+use camdnn_policy::suite::{hindsight_speedup, run_case, tally, Case, FLOOR_RATIO};
 use camdnn_policy::System;
 
 /// Options of `camdnnd suite`.
@@ -286,19 +286,28 @@ fn print_tally(cases: &[Case], reference: &str) {
         "(median speedup: geometric mean of other's median delay / {reference}'s; ceiling: of other's median / the case's median bound, the most any schedule could gain on other)"
     );
     println!(
-        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>14} {:>9}",
-        "other", "wins", "ties", "losses", "worst ratio", "worst case", "median speedup", "ceiling"
+        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>11} {:>14} {:>9}",
+        "other",
+        "wins",
+        "ties",
+        "losses",
+        "worst ratio",
+        "worst case",
+        format!("under {FLOOR_RATIO}x"),
+        "median speedup",
+        "ceiling"
     );
     let tallies = tally(cases, reference, TIE);
     for t in &tallies {
         println!(
-            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>13.3}x {:>8.3}x{}",
+            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>11} {:>13.3}x {:>8.3}x{}",
             t.other,
             t.wins,
             t.cases - t.wins - t.losses,
             t.losses,
             t.worst_ratio,
             t.worst_case,
+            t.under_floor,
             t.median_speedup,
             t.median_ceiling,
             if t.finite_medians < t.cases {
