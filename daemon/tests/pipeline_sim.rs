@@ -10,7 +10,7 @@ use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
-use camdnn_policy::schedulers::Recording;
+use camdnn_policy::schedulers::{Recording, StepLog};
 use camdnn_protocol::{
     BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,
 };
@@ -141,16 +141,12 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
     built.pipeline.shutdown();
 }
 
-/// The scheduler thread runs the global step as `policy::stepper` says:
-/// the first an epoch after the start with the frames offered before it,
-/// the next an epoch after that one with none offered (so 1), never early.
-#[test]
-fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
-    let mut cfg = config();
-    cfg.pipeline.epoch_ms = 1000.0;
+/// The pipeline of `cfg` with its scheduler wrapped in a [`Recording`]:
+/// every global step the scheduler thread runs, as (ms, frames).
+fn start_recording(cfg: &DaemonConfig) -> (pipeline::Built, StepLog) {
     let steps = Arc::new(Mutex::new(None));
     let log = Arc::clone(&steps);
-    let built = pipeline::start_with(&cfg, move |inner| {
+    let built = pipeline::start_with(cfg, move |inner| {
         let (recording, steps) = Recording::new(inner);
         *log.lock().unwrap() = Some(steps);
         Box::new(recording)
@@ -161,6 +157,17 @@ fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
         .unwrap()
         .clone()
         .expect("the scheduler was wrapped");
+    (built, steps)
+}
+
+/// The scheduler thread runs the global step as `policy::stepper` says:
+/// the first an epoch after the start with the frames offered before it,
+/// the next an epoch after that one with none offered (so 1), never early.
+#[test]
+fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 1000.0;
+    let (built, steps) = start_recording(&cfg);
     let rxs: Vec<_> = (0..6)
         .map(|s| submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)])))
         .collect();
@@ -181,6 +188,33 @@ fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
     assert_eq!((first.1, second.1), (6.0, 1.0), "{steps:?}");
     assert!(first.0 >= 1000.0, "{steps:?}");
     assert!(second.0 - first.0 >= 1000.0, "{steps:?}");
+}
+
+/// A frame the server dropped (superseded, overloaded, past its deadline)
+/// reaches the scheduler thread, whose stepper brings the global step
+/// forward: long before the epoch timer's.
+#[test]
+fn a_frame_the_server_dropped_brings_the_global_step_forward() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 600_000.0;
+    cfg.pipeline.drop_step_gap_ms = 100.0;
+    let (built, steps) = start_recording(&cfg);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(150) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    built.frame_dropped();
+    let waited = Instant::now();
+    while steps.lock().unwrap().is_empty() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(20),
+            "no global step after a drop"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    built.pipeline.shutdown();
+    let at = steps.lock().unwrap()[0].0;
+    assert!((100.0..600_000.0).contains(&at), "stepped at {at} ms");
 }
 
 #[test]

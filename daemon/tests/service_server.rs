@@ -133,6 +133,8 @@ fn a_stream_that_falls_behind_gets_its_newest_frame_processed() {
             (3, "result".into())
         ]
     );
+    // The pipeline hears of both: its scheduler may re-plan early.
+    assert_eq!(p.dropped.load(Ordering::SeqCst), 2);
     server.shutdown();
 }
 

@@ -40,7 +40,14 @@ fn warmed(system: &System, epochs: usize) -> (Camdnn<MlpPolicy>, Cluster, Vec<u3
         }
         if epoch <= epochs {
             let scene = &scenes[frame % scenes.len()];
-            camdnn.on_epoch(system, &mut cluster, epoch as f64 * 5000.0, scene, 70.0);
+            camdnn.on_epoch(
+                system,
+                &mut cluster,
+                epoch as f64 * 5000.0,
+                scene,
+                70.0,
+                5000.0,
+            );
         }
     }
     let scene = scenes[frame % scenes.len()].clone();
@@ -55,7 +62,7 @@ fn global_step_full(c: &mut Criterion) {
         b.iter_batched(
             || warmed(&system, 3),
             |(mut camdnn, mut cluster, scene)| {
-                camdnn.on_epoch(&system, &mut cluster, 20_000.0, &scene, 70.0)
+                camdnn.on_epoch(&system, &mut cluster, 20_000.0, &scene, 70.0, 5000.0)
             },
             BatchSize::PerIteration,
         )

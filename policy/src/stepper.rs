@@ -23,10 +23,23 @@
 //!   processor's speed or of the scene mix, past its `min_gap_ms` guard), a
 //!   step is due at once; the driver runs it at its next turn (the
 //!   simulator right after the event, the daemon at the end of its loop).
+//! - **Drops.** A frame dropped because the pipeline fell behind makes a
+//!   step due at once too, when the last step ran at least the drop gap
+//!   ago ([`Stepper::with_drop_steps`]; [`DROP_STEP_GAP_MS`] by default in
+//!   the simulator and the daemon). The last step's choice is failing now:
+//!   waiting out the epoch costs up to an epoch of drops, a look once a
+//!   second costs one step. No frame is dropped in the paper's no-drop
+//!   mode, so its runs step on the timer alone.
 
 use crate::adapt::{Adapt, AdaptConfig, Trigger};
 use crate::schedulers::{EpochOutcome, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
+
+/// The least time from the last global step to one a dropped frame brings
+/// forward, ms: as adaptation's guard (`AdaptConfig::min_gap_ms`), at most
+/// one such step a second, so a board that drops every frame steps once a
+/// second, not once a frame.
+pub const DROP_STEP_GAP_MS: f64 = 1000.0;
 
 /// Why a global step ran.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -35,6 +48,8 @@ pub enum Cause {
     Timer,
     /// Adaptation asked for it before the timer.
     Trigger(Trigger),
+    /// A frame was dropped: the pipeline fell behind under the last choice.
+    Drops,
 }
 
 /// What a global step did, for the driver to act on.
@@ -61,8 +76,14 @@ pub struct Stepper {
     epoch_ms: f64,
     /// When the timer's next step is due, ms.
     timer_due_ms: f64,
-    /// A trigger adaptation raised and no step has answered yet, with when.
-    trigger: Option<(f64, Trigger)>,
+    /// Why a step is due before the timer (a trigger adaptation raised, or
+    /// a drop) and since when; the first stands until a step answers it.
+    early: Option<(f64, Cause)>,
+    /// Least time from the last step to one a drop brings forward, ms
+    /// (infinite: drops do not step).
+    drop_gap_ms: f64,
+    /// When the last step ran (the start before any), ms.
+    last_step_ms: f64,
     /// Frames offered since the last step.
     frames: u64,
     /// The scene the next step plans for: the latest frame's.
@@ -89,17 +110,31 @@ impl Stepper {
         Stepper {
             epoch_ms,
             timer_due_ms: start_ms + epoch_ms,
-            trigger: None,
+            early: None,
+            drop_gap_ms: f64::INFINITY,
+            last_step_ms: start_ms,
             frames: 0,
             scene,
             adapt: adapt.map(|c| Adapt::new(system, c)),
         }
     }
 
-    /// When the next step is due, ms: now when a trigger is pending, else
-    /// the timer's (infinite without a timer). A driver wakes by then.
+    /// Lets a dropped frame bring the step forward ([`Stepper::frame_dropped`])
+    /// once `gap_ms` have passed since the last step (0 or not finite: off).
+    pub fn with_drop_steps(mut self, gap_ms: f64) -> Self {
+        self.drop_gap_ms = if gap_ms.is_finite() && gap_ms > 0.0 {
+            gap_ms
+        } else {
+            f64::INFINITY
+        };
+        self
+    }
+
+    /// When the next step is due, ms: now when a trigger or a drop is
+    /// pending, else the timer's (infinite without a timer). A driver wakes
+    /// by then.
     pub fn due_ms(&self) -> f64 {
-        self.trigger.map_or(self.timer_due_ms, |(at, _)| at)
+        self.early.map_or(self.timer_due_ms, |(at, _)| at)
     }
 
     /// When the timer's next step is due, ms (infinite without a timer).
@@ -120,6 +155,16 @@ impl Stepper {
     /// Adaptation (live estimates and counters), when on.
     pub fn adapt(&self) -> Option<&Adapt> {
         self.adapt.as_ref()
+    }
+
+    /// A frame was dropped at `now` because the pipeline is behind: a step
+    /// is due at once when the last one ran at least the drop gap ago.
+    /// Returns whether a step is now due.
+    pub fn frame_dropped(&mut self, now: f64) -> bool {
+        if self.early.is_none() && now - self.last_step_ms >= self.drop_gap_ms {
+            self.early = Some((now, Cause::Drops));
+        }
+        self.early.is_some_and(|(at, _)| now >= at)
     }
 
     /// The scene of a frame about to be planned, once its detector ran:
@@ -171,8 +216,8 @@ impl Stepper {
         cluster: &mut Cluster,
         now: f64,
     ) -> Option<Step> {
-        let cause = match self.trigger {
-            Some((at, t)) if now >= at => Cause::Trigger(t),
+        let cause = match self.early {
+            Some((at, cause)) if now >= at => cause,
             _ if now >= self.timer_due_ms => Cause::Timer,
             _ => return None,
         };
@@ -181,12 +226,20 @@ impl Stepper {
             None => Vec::new(),
         };
         let frames = self.frames.max(1);
-        let outcome = scheduler.on_epoch(view, cluster, now, &self.scene, frames as f64);
+        let outcome = scheduler.on_epoch(
+            view,
+            cluster,
+            now,
+            &self.scene,
+            frames as f64,
+            self.epoch_ms,
+        );
         if let Some(a) = &mut self.adapt {
             a.stepped(now, &self.scene);
         }
         self.frames = 0;
-        self.trigger = None;
+        self.early = None;
+        self.last_step_ms = now;
         self.timer_due_ms = now + self.epoch_ms;
         Some(Step {
             at_ms: now,
@@ -201,7 +254,7 @@ impl Stepper {
     /// stands until a step answers it).
     fn raise(&mut self, now: f64, t: Option<Trigger>) -> Option<Trigger> {
         let t = t?;
-        self.trigger.get_or_insert((now, t));
+        self.early.get_or_insert((now, Cause::Trigger(t)));
         Some(t)
     }
 }
@@ -244,6 +297,7 @@ mod tests {
             now: f64,
             scene: &[u32],
             frames: f64,
+            _: f64,
         ) -> EpochOutcome {
             let gpu_a = system.exec_ms(A, GPU, 1);
             self.steps.push((now, scene.to_vec(), frames, gpu_a));
@@ -341,6 +395,41 @@ mod tests {
         assert_eq!(r.step(3000.0).map(|s| s.frames), Some(12));
         let frames: Vec<f64> = r.sched.steps.iter().map(|s| s.2).collect();
         assert_eq!(frames, vec![3.0, 1.0, 12.0]);
+    }
+
+    #[test]
+    fn a_dropped_frame_steps_at_once_at_most_once_per_drop_gap() {
+        let mut r = Rig::new(5000.0, None);
+        r.stepper = r.stepper.with_drop_steps(1000.0);
+        // Within the gap from the start: no step, the timer stands.
+        assert!(!r.stepper.frame_dropped(600.0));
+        assert_eq!(r.stepper.due_ms(), 5000.0);
+        // Past it: due at once, and the timer restarts from that step.
+        assert!(r.stepper.frame_dropped(1200.0));
+        assert_eq!(r.stepper.due_ms(), 1200.0);
+        let s = r.step(1200.0).expect("the drop's step");
+        assert_eq!(s.cause, Cause::Drops);
+        assert_eq!(r.stepper.due_ms(), 6200.0);
+        // Drops within a second of it wait; the next after one does not.
+        assert!(!r.stepper.frame_dropped(1900.0));
+        assert_eq!(r.step(1900.0), None);
+        assert!(r.stepper.frame_dropped(2200.0));
+        assert_eq!(r.step(2200.0).map(|s| s.cause), Some(Cause::Drops));
+        let at: Vec<f64> = r.sched.steps.iter().map(|s| s.0).collect();
+        assert_eq!(at, vec![1200.0, 2200.0]);
+    }
+
+    #[test]
+    fn drops_step_nothing_unless_drop_steps_are_on() {
+        for gap in [None, Some(0.0), Some(f64::NAN)] {
+            let mut r = Rig::new(5000.0, None);
+            if let Some(g) = gap {
+                r.stepper = r.stepper.with_drop_steps(g);
+            }
+            assert!(!r.stepper.frame_dropped(3000.0), "{gap:?}");
+            assert_eq!(r.step(3000.0), None, "{gap:?}");
+            assert_eq!(r.stepper.due_ms(), 5000.0, "{gap:?}");
+        }
     }
 
     #[test]

@@ -297,6 +297,7 @@ mod tests {
             flushes: [0; 3],
             epochs: 0,
             triggered_epochs: 0,
+            drop_epochs: 0,
             admission_drops: 0,
             adapt: None,
             epoch_loads: 0,

@@ -104,7 +104,51 @@ fn a_triggered_step_restarts_the_timer_and_every_step_counts_its_frames() {
     // (not on a fixed grid from the start).
     assert_eq!(
         on_timer,
-        report.epochs - report.triggered_epochs,
+        report.epochs - report.triggered_epochs - report.drop_epochs,
         "{steps:?}"
     );
+}
+
+/// 10 empty frames, then 10 frames of 14/14/14 objects, 10 times (issue 13's
+/// bursty trace).
+const BURSTY: &str = "10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n\
+    10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n\
+    10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n";
+
+#[test]
+fn a_dropped_frame_brings_the_step_forward_and_the_stream_keeps_more_frames() {
+    // On rb5's bursty trace, the paper's rule drops frames in the first
+    // burst (after 1 s); on the timer alone the first step comes at 5 s.
+    let timer_alone = SimConfig {
+        drop_step_gap_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let (t, t_steps) = run(BURSTY, &timer_alone);
+    assert_eq!(t.drop_epochs, 0);
+    assert_eq!(t_steps.first().map(|s| s.0), Some(5000.0));
+    let (d, d_steps) = run(BURSTY, &SimConfig::default());
+    assert!(d.drop_epochs > 0, "{d:?}");
+    let first = d_steps.first().expect("a step").0;
+    assert!(
+        (1000.0..2000.0).contains(&first),
+        "first step at {first} ms"
+    );
+    // At most one step a second.
+    for w in d_steps.windows(2) {
+        assert!(w[1].0 - w[0].0 >= 1000.0, "{d_steps:?}");
+    }
+    let deadline = SimConfig::default().default_deadline_ms();
+    let (a, b) = (t.accounting(deadline), d.accounting(deadline));
+    assert!(
+        b.on_time > a.on_time,
+        "timer alone {a:?}\nwith drop steps {b:?}"
+    );
+}
+
+#[test]
+fn the_no_drop_mode_steps_on_the_timer_alone() {
+    let (r, steps) = run(BURSTY, &SimConfig::default().no_drop());
+    assert_eq!((r.dropped(), r.drop_epochs), (0, 0));
+    let at: Vec<f64> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(at, vec![5000.0, 10000.0]);
 }

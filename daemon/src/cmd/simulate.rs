@@ -55,6 +55,10 @@ pub struct Args {
     /// Global step interval, ms.
     #[arg(long, default_value_t = 5000.0)]
     pub epoch_ms: f64,
+    /// A dropped frame brings the global step forward when the last one ran
+    /// at least this long ago, ms (0: the epoch timer alone; `policy::stepper`).
+    #[arg(long, default_value_t = camdnn_policy::stepper::DROP_STEP_GAP_MS)]
+    pub drop_step_gap_ms: f64,
     /// Sync-timer WaitTime, ms.
     #[arg(long, default_value_t = 5.0)]
     pub wait_ms: f64,
@@ -169,6 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let cfg = SimConfig {
         fps: args.fps,
         epoch_ms: args.epoch_ms,
+        drop_step_gap_ms: args.drop_step_gap_ms,
         crop_ms: args.crop_ms,
         crop_threads: args.crop_threads,
         drop_behind_ms: args.no_drop.then_some(f64::INFINITY),

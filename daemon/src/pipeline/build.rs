@@ -60,6 +60,10 @@ impl super::FrameProcessor for Built {
     fn expected_work_ms(&self, frame: &camdnn_protocol::Frame) -> f64 {
         self.pipeline.expected_work_ms(frame)
     }
+
+    fn frame_dropped(&self) {
+        self.pipeline.frame_dropped()
+    }
 }
 
 /// Dropping a pipeline never blocks the dropping thread (often an async
@@ -200,6 +204,7 @@ pub fn start_with(
         scheduler,
         wait_ms: p.wait_ms,
         epoch_ms: p.epoch_ms,
+        drop_step_gap_ms: p.drop_step_gap_ms,
         adapt: p.adapt.then(camdnn_policy::adapt::AdaptConfig::default),
         adapt_profile_out: p.adapt_profile_out.clone(),
         max_in_flight: p.max_in_flight,

@@ -35,6 +35,11 @@ pub struct PipelineConfig {
     /// `policy::stepper`).
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
+    /// A frame dropped because its deadline passed brings the global step
+    /// forward when the last one ran at least this long ago, ms (0: the
+    /// epoch timer alone; `policy::stepper`).
+    #[serde(default = "d_drop_step_gap")]
+    pub drop_step_gap_ms: f64,
     /// Adapt while running: every finished batch refines the live
     /// estimates the scheduler plans with, and a lasting change of a
     /// processor's speed or of the scene mix runs the global step at once
@@ -100,6 +105,9 @@ fn d_wait() -> f64 {
 }
 fn d_epoch() -> f64 {
     5000.0
+}
+fn d_drop_step_gap() -> f64 {
+    camdnn_policy::stepper::DROP_STEP_GAP_MS
 }
 fn d_in_flight() -> usize {
     2
@@ -669,6 +677,12 @@ impl PipelineConfig {
         }
         if !(self.wait_ms.is_finite() && self.wait_ms >= 0.0) {
             bail!("pipeline.wait_ms = {}: must be >= 0", self.wait_ms);
+        }
+        if !(self.drop_step_gap_ms.is_finite() && self.drop_step_gap_ms >= 0.0) {
+            bail!(
+                "pipeline.drop_step_gap_ms = {}: must be >= 0 (0: the epoch timer alone)",
+                self.drop_step_gap_ms
+            );
         }
         for q in &self.processors {
             if let Some(drill) = &q.throttle_drill {

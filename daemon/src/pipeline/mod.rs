@@ -55,6 +55,12 @@ pub trait FrameProcessor: Send + Sync + 'static {
         true
     }
 
+    /// The server dropped a frame before submitting it (superseded by a
+    /// newer one, overloaded, or its deadline passed while it waited): the
+    /// pipeline is behind, and its scheduler may re-plan early
+    /// (`policy::stepper`). No default: a wrapper must pass it on.
+    fn frame_dropped(&self);
+
     /// The work `frame` is expected to cost the pipeline, in milliseconds of
     /// processor time (from the profile), for fair admission
     /// (`server::admission`); 1 per frame unless the processor knows better.

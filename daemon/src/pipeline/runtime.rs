@@ -64,6 +64,10 @@ pub enum Event {
         /// What the worker reported.
         result: Result<(), String>,
     },
+    /// The server dropped a frame before submitting it (superseded,
+    /// overloaded or past its deadline): the pipeline is behind, and the
+    /// global step may come early. At most one is queued at a time.
+    Dropped,
     /// Stop: answer what is left and end the thread.
     Shutdown,
 }
@@ -74,6 +78,8 @@ pub struct Pipeline {
     max_in_flight: usize,
     ready: Arc<AtomicBool>,
     in_flight: Arc<AtomicUsize>,
+    /// An [`Event::Dropped`] is queued and not yet handled.
+    drop_queued: Arc<AtomicBool>,
     work: Arc<WorkEstimate>,
     health: Arc<PipelineHealth>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -92,6 +98,13 @@ impl FrameProcessor for Pipeline {
 
     fn max_in_flight(&self) -> usize {
         self.max_in_flight
+    }
+
+    fn frame_dropped(&self) {
+        // Coalesced: a burst of drops queues one event, not one per frame.
+        if !self.drop_queued.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Event::Dropped);
+        }
     }
 
     fn is_ready(&self) -> bool {
@@ -170,6 +183,9 @@ pub struct Parts {
     /// Global step interval, ms (0: no timer, adaptation's triggers alone;
     /// `policy::stepper`).
     pub epoch_ms: f64,
+    /// A frame dropped for its deadline brings the global step forward when
+    /// the last one ran at least this long ago, ms (0: off).
+    pub drop_step_gap_ms: f64,
     /// Live estimates and early global steps (`None`: the profile as given,
     /// the epoch timer alone).
     pub adapt: Option<camdnn_policy::adapt::AdaptConfig>,
@@ -197,6 +213,7 @@ pub fn start(parts: Parts) -> Pipeline {
     let (tx, rx) = mpsc::channel();
     let ready = Arc::new(AtomicBool::new(true));
     let in_flight = Arc::new(AtomicUsize::new(0));
+    let drop_queued = Arc::new(AtomicBool::new(false));
     let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
     let prep = PrepPool::start(parts.prep_threads, inputs, tx.clone());
     let nm_np = parts.system.num_models() * parts.system.num_processors();
@@ -224,7 +241,8 @@ pub fn start(parts: Parts) -> Pipeline {
             0.0,
             vec![0; parts.system.num_models()],
             parts.adapt.as_ref(),
-        ),
+        )
+        .with_drop_steps(parts.drop_step_gap_ms),
         scene: SceneEstimator::new(&parts.system),
         adapt_profile_out: parts.adapt_profile_out,
         system: parts.system,
@@ -248,6 +266,7 @@ pub fn start(parts: Parts) -> Pipeline {
         tx: tx.clone(),
         prep,
         in_flight: Arc::clone(&in_flight),
+        drop_queued: Arc::clone(&drop_queued),
     };
     let thread = std::thread::Builder::new()
         .name("camdnn-scheduler".into())
@@ -258,6 +277,7 @@ pub fn start(parts: Parts) -> Pipeline {
         max_in_flight,
         ready,
         in_flight,
+        drop_queued,
         work,
         health,
         thread: std::sync::Mutex::new(Some(thread)),
@@ -360,6 +380,8 @@ struct Actor {
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
+    /// Shared with [`Pipeline`]: an [`Event::Dropped`] is queued.
+    drop_queued: Arc<AtomicBool>,
 }
 
 impl Actor {
@@ -433,6 +455,11 @@ impl Actor {
                 proc,
                 result,
             } => self.load_done(model, proc, result),
+            Event::Dropped => {
+                self.drop_queued.store(false, Ordering::Release);
+                let now = self.now_ms();
+                self.stepper.frame_dropped(now);
+            }
             Event::Shutdown => {}
         }
     }
@@ -1236,6 +1263,12 @@ impl Actor {
         let Some(mut f) = self.frames.remove(&frame) else {
             return;
         };
+        if matches!(outcome, Some(Outcome::Dropped(DropReason::DeadlinePassed))) {
+            // The pipeline fell behind: the global step may come early
+            // (the loop runs it at its end).
+            let now = self.now_ms();
+            self.stepper.frame_dropped(now);
+        }
         if f.objects_dropped > 0 {
             metrics::counter!(crate::server::metrics::OBJECTS_DROPPED)
                 .increment(u64::from(f.objects_dropped));
@@ -1338,8 +1371,18 @@ impl Actor {
         }
         metrics::counter!("camdnn_global_step_reallocations_total")
             .increment(u64::from(step.outcome.loads));
-        if let Cause::Trigger(t) = step.cause {
-            tracing::debug!(trigger = ?t, frames = step.frames, "global step brought forward");
+        match step.cause {
+            Cause::Trigger(t) => {
+                tracing::debug!(trigger = ?t, frames = step.frames, "global step brought forward");
+            }
+            Cause::Drops => {
+                metrics::counter!("camdnn_drop_steps_total").increment(1);
+                tracing::debug!(
+                    frames = step.frames,
+                    "global step brought forward by a dropped frame"
+                );
+            }
+            Cause::Timer => {}
         }
         metrics::histogram!("camdnn_global_step_seconds").record(t0.elapsed().as_secs_f64());
     }

@@ -204,6 +204,12 @@ impl Dispatch {
             reply,
         };
         let offer = self.table().offer(key, waiting, cost_ms);
+        if matches!(
+            offer,
+            Offer::Superseded(_) | Offer::Overloaded(_) | Offer::Displaced(_)
+        ) {
+            self.processor().frame_dropped();
+        }
         match offer {
             Offer::Queued => {}
             Offer::Superseded(old) => {
@@ -235,6 +241,7 @@ impl Dispatch {
                 // Answered in their own tasks: a client that does not read
                 // must not stall admission for everyone else.
                 Some(Next::Expired(w)) => {
+                    processor.frame_dropped();
                     tokio::spawn(
                         w.reply
                             .answer(Outcome::Dropped(DropReason::DeadlinePassed), None),

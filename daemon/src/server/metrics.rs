@@ -390,6 +390,12 @@ pub const FAMILIES: &[Family] = &[
         Single,
     ),
     family(
+        "camdnn_drop_steps_total",
+        Counter,
+        "Global steps run early because frames were dropped for their deadline or at admission (pipeline.drop_step_gap_ms).",
+        Single,
+    ),
+    family(
         "camdnn_deadline_admission_drops_total",
         Counter,
         "Frames answered deadline_passed before running because they could not make their deadline (pipeline.deadline_admission).",

@@ -30,6 +30,8 @@ pub struct FakeProcessor {
     pub inside: Arc<AtomicUsize>,
     /// Most frames inside at once.
     pub peak: Arc<AtomicUsize>,
+    /// Frames the server told it it dropped before submitting them.
+    pub dropped: AtomicUsize,
     held: std::sync::Mutex<Vec<oneshot::Sender<Outcome>>>,
 }
 
@@ -43,6 +45,7 @@ impl FakeProcessor {
             submitted: AtomicUsize::new(0),
             inside: Arc::new(AtomicUsize::new(0)),
             peak: Arc::new(AtomicUsize::new(0)),
+            dropped: AtomicUsize::new(0),
             held: std::sync::Mutex::new(Vec::new()),
         })
     }
@@ -73,6 +76,10 @@ impl FrameProcessor for FakeProcessor {
 
     fn max_in_flight(&self) -> usize {
         self.limit
+    }
+
+    fn frame_dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::SeqCst);
     }
 
     fn is_ready(&self) -> bool {

@@ -90,7 +90,9 @@ pub trait Scheduler {
     /// once its detector has run (detectors' entries are 1).
     fn observe_scene(&mut self, _system: &System, _cluster: &Cluster, _now: f64, _scene: &[u32]) {}
 
-    /// The global step, called every epoch with the most recent scene.
+    /// The global step, called every epoch with the most recent scene, the
+    /// frames offered since the last step and the epoch, ms (the longest
+    /// time between two steps; infinite without a timer).
     fn on_epoch(
         &mut self,
         _system: &System,
@@ -98,6 +100,7 @@ pub trait Scheduler {
         _now: f64,
         _scene: &[u32],
         _frames_per_epoch: f64,
+        _epoch_ms: f64,
     ) -> EpochOutcome {
         EpochOutcome::default()
     }

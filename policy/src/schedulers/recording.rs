@@ -70,10 +70,12 @@ impl Scheduler for Recording {
         now: f64,
         scene: &[u32],
         frames: f64,
+        epoch_ms: f64,
     ) -> EpochOutcome {
         if let Ok(mut steps) = self.steps.lock() {
             steps.push((now, frames));
         }
-        self.inner.on_epoch(system, cluster, now, scene, frames)
+        self.inner
+            .on_epoch(system, cluster, now, scene, frames, epoch_ms)
     }
 }

@@ -33,8 +33,13 @@ use crate::{Cluster, InputError, ModelId, Placement, ProcId, System};
 pub struct SimConfig {
     /// Camera frame rate.
     pub fps: f64,
-    /// Interval between global steps, ms (0 disables them).
+    /// Interval between global steps, ms (0: no timer; adaptation's
+    /// triggers and drops still step).
     pub epoch_ms: f64,
+    /// A dropped frame brings the global step forward when the last one ran
+    /// at least this long ago, ms (0: the timer alone;
+    /// [`crate::stepper::DROP_STEP_GAP_MS`] by default).
+    pub drop_step_gap_ms: f64,
     /// Time to prepare one object's crop after its parent model ran, ms.
     pub crop_ms: f64,
     /// Crops prepared in parallel.
@@ -88,6 +93,7 @@ impl Default for SimConfig {
         SimConfig {
             fps: 14.0,
             epoch_ms: 5000.0,
+            drop_step_gap_ms: crate::stepper::DROP_STEP_GAP_MS,
             crop_ms: 0.5,
             crop_threads: 4,
             drop_behind_ms: None,
@@ -168,6 +174,8 @@ pub struct SimReport {
     /// Global steps a detector triggered before the epoch timer (included
     /// in `epochs`).
     pub triggered_epochs: u32,
+    /// Global steps a dropped frame brought forward (included in `epochs`).
+    pub drop_epochs: u32,
     /// Frames deadline admission dropped at arrival (among the dropped).
     pub admission_drops: u32,
     /// What adaptation did, when it was on.
@@ -391,6 +399,7 @@ fn run(
         });
     }
     for (field, value) in [
+        ("drop_step_gap_ms", cfg.drop_step_gap_ms),
         ("crop_ms", cfg.crop_ms),
         ("frame_prep_ms", cfg.frame_prep_ms),
         ("batch_overhead_ms", cfg.batch_overhead_ms),
@@ -452,7 +461,8 @@ fn run(
             t0,
             full_scene(system, &trace.segments[0].scene),
             cfg.adapt.as_ref(),
-        ),
+        )
+        .with_drop_steps(cfg.drop_step_gap_ms),
         admission: cfg
             .deadline_admission
             .map(|d| crate::admission::Admission::new(d.tail_z)),
@@ -477,6 +487,7 @@ fn run(
             epoch_loads: 0,
             duration_ms: 0.0,
             triggered_epochs: 0,
+            drop_epochs: 0,
             admission_drops: 0,
             adapt: None,
         },
@@ -575,8 +586,10 @@ impl Sim<'_> {
         self.report.loads += step.outcome.loads;
         self.report.epoch_loads += step.outcome.loads;
         self.report.epochs += 1;
-        if matches!(step.cause, Cause::Trigger(_)) {
-            self.report.triggered_epochs += 1;
+        match step.cause {
+            Cause::Trigger(_) => self.report.triggered_epochs += 1,
+            Cause::Drops => self.report.drop_epochs += 1,
+            Cause::Timer => {}
         }
         self.push_epoch();
     }
@@ -624,6 +637,9 @@ impl Sim<'_> {
             .any(|j| self.cluster.rem_ms(j, now) + held > limit)
         {
             self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
+            if self.stepper.frame_dropped(now) {
+                self.step_if_due(now);
+            }
             return Ok(());
         }
         if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
@@ -633,6 +649,9 @@ impl Sim<'_> {
             if !admission.admits(&self.view, estimates, &self.cluster, scene, now, deadline) {
                 self.report.admission_drops += 1;
                 self.frames[f] = None; // dropped: it cannot make its deadline
+                if self.stepper.frame_dropped(now) {
+                    self.step_if_due(now);
+                }
                 return Ok(());
             }
         }

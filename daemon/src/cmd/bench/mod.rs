@@ -1399,6 +1399,7 @@ fn simulate_frames(
     let sim_cfg = SimConfig {
         fps: host.fps,
         epoch_ms: p.epoch_ms,
+        drop_step_gap_ms: p.drop_step_gap_ms,
         crop_ms: host.crop_ms,
         crop_threads: p.prep_threads,
         // The benchmark submits every frame (no admission in front), so none is dropped.
