@@ -814,6 +814,33 @@ output = { kind = "topk" }
     }
 
     #[test]
+    fn the_drop_step_gap_is_a_number_of_ms_at_least_zero() {
+        let models =
+            format!("[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n{CLASSIFIER}");
+        let with = |line: &str| -> anyhow::Result<PipelineConfig> {
+            let cfg: PipelineConfig = toml::from_str(&format!("{line}\n{PROCS}{models}"))?;
+            cfg.check()?;
+            Ok(cfg)
+        };
+        // Absent: the policy crate's default, a second.
+        assert_eq!(
+            with("").unwrap().drop_step_gap_ms,
+            camdnn_policy::stepper::DROP_STEP_GAP_MS
+        );
+        assert_eq!(
+            with("drop_step_gap_ms = 0.0").unwrap().drop_step_gap_ms,
+            0.0
+        );
+        for bad in ["-1.0", "nan", "inf"] {
+            let e = format!(
+                "{:#}",
+                with(&format!("drop_step_gap_ms = {bad}")).unwrap_err()
+            );
+            assert!(e.contains("pipeline.drop_step_gap_ms"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn ctc_needs_exactly_one_dictionary_source() {
         let rec = |out: &str| {
             format!("[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n[[model]]\nname = \"rec\"\npath = \"r.onnx\"\nparent = \"det\"\nclasses = [\"text\"]\ninput = {{ width = 8, height = 8, crop = \"fit_height\", norm = {{}} }}\noutput = {out}\n")
