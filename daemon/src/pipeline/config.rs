@@ -35,9 +35,10 @@ pub struct PipelineConfig {
     /// `policy::stepper`).
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
-    /// A frame dropped because its deadline passed brings the global step
-    /// forward when the last one ran at least this long ago, ms (0: the
-    /// epoch timer alone; `policy::stepper`).
+    /// A dropped frame (its deadline passed, or the server superseded it or
+    /// was overloaded) brings the global step forward when the last one ran
+    /// at least this long ago, ms (0: the epoch timer alone;
+    /// `policy::stepper`).
     #[serde(default = "d_drop_step_gap")]
     pub drop_step_gap_ms: f64,
     /// Adapt while running: every finished batch refines the live

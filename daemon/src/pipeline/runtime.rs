@@ -180,11 +180,12 @@ pub struct Parts {
     pub scheduler: Box<dyn Scheduler + Send>,
     /// WaitTime, ms.
     pub wait_ms: f64,
-    /// Global step interval, ms (0: no timer, adaptation's triggers alone;
+    /// Global step interval, ms (0: no timer, adaptation's triggers and drops alone;
     /// `policy::stepper`).
     pub epoch_ms: f64,
-    /// A frame dropped for its deadline brings the global step forward when
-    /// the last one ran at least this long ago, ms (0: off).
+    /// A dropped frame (its deadline passed here, or the server dropped it)
+    /// brings the global step forward when the last one ran at least this
+    /// long ago, ms (0: off).
     pub drop_step_gap_ms: f64,
     /// Live estimates and early global steps (`None`: the profile as given,
     /// the epoch timer alone).
