@@ -390,6 +390,14 @@ impl Actor {
         self.start.elapsed().as_secs_f64() * 1e3
     }
 
+    /// A frame was dropped (here or at the server): the pipeline fell
+    /// behind, and the global step may come early (the loop runs it at its
+    /// end).
+    fn frame_dropped(&mut self) {
+        let now = self.now_ms();
+        self.stepper.frame_dropped(now);
+    }
+
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
         loop {
             self.health.beat();
@@ -458,8 +466,7 @@ impl Actor {
             } => self.load_done(model, proc, result),
             Event::Dropped => {
                 self.drop_queued.store(false, Ordering::Release);
-                let now = self.now_ms();
-                self.stepper.frame_dropped(now);
+                self.frame_dropped();
             }
             Event::Shutdown => {}
         }
@@ -1265,10 +1272,7 @@ impl Actor {
             return;
         };
         if matches!(outcome, Some(Outcome::Dropped(DropReason::DeadlinePassed))) {
-            // The pipeline fell behind: the global step may come early
-            // (the loop runs it at its end).
-            let now = self.now_ms();
-            self.stepper.frame_dropped(now);
+            self.frame_dropped();
         }
         if f.objects_dropped > 0 {
             metrics::counter!(crate::server::metrics::OBJECTS_DROPPED)
