@@ -258,6 +258,18 @@ fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
     assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
 }
 
+/// On board gen-2150's bursts trace (10 empty frames, then 10 heavy ones,
+/// repeated) a step brought forward by a dropped frame judged its choices on
+/// the last epochs' scenes, most of them empty, and kept one that dropped
+/// every other heavy frame: camdnn-greedy was on time for 0.500, as
+/// camdnn-local. Each choice is now also replayed on the scene on camera,
+/// held for two epochs (`LOOKAHEAD_EPOCHS` in `schedulers/camdnn.rs`).
+#[test]
+fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
+    let (_, on_time) = greedy_on_generated(2150, Shape::Bursts);
+    assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
+}
+
 /// camdnn-greedy after a run of board `gen-SEED`'s `shape` trace, and its
 /// on-time share.
 fn greedy_on_generated(seed: u64, shape: Shape) -> (Camdnn<GreedyPlanner>, f64) {

@@ -70,6 +70,14 @@
 //!   its memory. rb5's bursty trace: 91.0 % -> 94.5 % on time; cases under
 //!   0.98x of `camdnn-local` on seeds 2000-2299 and 3000-3299: 43 -> 22 and
 //!   43 -> 30 (docs/suite.md).
+//! - the replay of the past window judged a step taken just after a scene
+//!   change mostly on the old scene, and a step brought forward by a drop
+//!   comes exactly then: on rb5's DSP throttle run a step one second into
+//!   a heavy scene kept a plan that dropped half the frames of the next
+//!   three seconds. Each choice is now also replayed on the scene on
+//!   camera, held for [`LOOKAHEAD_EPOCHS`]. Cases under 0.98x of
+//!   `camdnn-local` on seeds 2000-, 3000-, 5000-, 6000- and 7000-7299
+//!   together: 125 -> 73 (docs/suite.md).
 
 use super::{Batching, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -458,6 +466,15 @@ pub const HISTORY: usize = 3;
 /// the paper's 14 frames/s are unchanged.
 pub const REPLAY_FRAMES: usize = 150;
 
+/// Epochs of the latest scene each choice is also replayed on, after the
+/// past window ([`HISTORY`]): a scene lasts (a trace's scene runs for
+/// dozens of frames), so the scene on camera now is the best guess of the
+/// next epoch's. Without it a step right after a scene change judged the
+/// choices mostly on the old scene: on rb5's DSP throttle run, a step one
+/// second into a heavy scene kept a plan that then dropped half the frames
+/// of the next three seconds. Capped at [`REPLAY_FRAMES`].
+pub const LOOKAHEAD_EPOCHS: f64 = 2.0;
+
 /// How a choice did on the recent window: frames on time (more is better),
 /// then the sum of delays with a miss counted as twice the deadline (less
 /// is better).
@@ -465,6 +482,13 @@ pub const REPLAY_FRAMES: usize = 150;
 struct Score {
     on_time: usize,
     cost_ms: f64,
+}
+
+impl std::ops::AddAssign for Score {
+    fn add_assign(&mut self, other: Score) {
+        self.on_time += other.on_time;
+        self.cost_ms += other.cost_ms;
+    }
 }
 
 impl Score {
@@ -528,6 +552,54 @@ fn replay(
     Some(score)
 }
 
+/// How a choice (`follow` from `cluster`) does on the past `window` and
+/// then, from the same present state, on `ahead` (the latest scene held):
+/// the two replays' scores added ([`LOOKAHEAD_EPOCHS`]).
+fn score_choice(
+    system: &System,
+    follow: &Follow,
+    cluster: &Cluster,
+    now: f64,
+    window: &[Vec<u32>],
+    ahead: &[Vec<u32>],
+    period_ms: f64,
+) -> Option<Score> {
+    let run = |frames: &[Vec<u32>]| {
+        let mut follow = follow.clone();
+        replay(system, &mut follow, cluster.clone(), now, frames, period_ms)
+    };
+    let mut score = run(window)?;
+    if !ahead.is_empty() {
+        score += run(ahead)?;
+    }
+    Some(score)
+}
+
+/// The latest scene (request models only) held for [`LOOKAHEAD_EPOCHS`]
+/// epochs of frames at `period_ms`; without a timer (`epoch_ms` 0) an epoch
+/// is the `frames_per_epoch` offered since the last step.
+fn lookahead(
+    system: &System,
+    scene: &[u32],
+    epoch_ms: f64,
+    period_ms: f64,
+    frames_per_epoch: f64,
+) -> Vec<Vec<u32>> {
+    let epoch_frames = if epoch_ms.is_finite() && epoch_ms > 0.0 {
+        epoch_ms / period_ms
+    } else {
+        frames_per_epoch
+    };
+    let n = (LOOKAHEAD_EPOCHS * epoch_frames).round();
+    let n = if n.is_nan() {
+        0
+    } else {
+        n.clamp(0.0, REPLAY_FRAMES as f64) as usize
+    };
+    let latest: Vec<u32> = system.request_models().map(|i| scene[i.0]).collect();
+    vec![latest; n]
+}
+
 impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     fn name(&self) -> String {
         self.name.clone()
@@ -586,8 +658,9 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     /// The global step: the policy's plan for the latest scene, the searched
     /// stay plan, Algorithm 1 alone (both host rules, on the residency as
     /// it is or back on its start-up residency) and the static-DIST mapping
-    /// are each replayed on the frames of the last [`HISTORY`] epochs, from
-    /// the cluster's present state (queues, residency, the choice's loads);
+    /// are each replayed on the frames of the last [`HISTORY`] epochs and on
+    /// [`LOOKAHEAD_EPOCHS`] of the latest scene, each from the cluster's
+    /// present state (queues, residency, the choice's loads);
     /// the best is kept for the next epoch, the current choice unless
     /// another is clearly better (on delay alone by a wider margin without
     /// a record that proves such wins). A choice whose [`TrackRecord`] is
@@ -730,6 +803,8 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             }
         } else {
             let mut best: Option<(usize, Score)> = None;
+            let ahead = lookahead(system, scene, epoch_ms, period, frames_per_epoch);
+            let scored = window.len() + ahead.len();
             // The incumbent first, so a tie keeps it.
             candidates.sort_by_key(|c| c.0 != incumbent);
             let mut probes = Vec::with_capacity(candidates.len());
@@ -743,17 +818,18 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                 if let Some(plan) = plan.clone() {
                     probe.set_plan(system, &c, &input, plan);
                 }
-                probes.push((*idx, probe.clone(), c.clone()));
-                if self.record.distrusts(*idx) {
-                    continue;
-                }
-                let Some(score) = replay(system, &mut probe, c, now, &window, period) else {
+                let distrusted = self.record.distrusts(*idx);
+                let score = (!distrusted)
+                    .then(|| score_choice(system, &probe, &c, now, &window, &ahead, period))
+                    .flatten();
+                probes.push((*idx, probe, c));
+                let Some(score) = score else {
                     continue;
                 };
                 let proven = self.record.proves(*idx);
                 if best
                     .as_ref()
-                    .is_none_or(|b| score.beats(&b.1, window.len(), proven))
+                    .is_none_or(|b| score.beats(&b.1, scored, proven))
                 {
                     best = Some((*idx, score));
                 }

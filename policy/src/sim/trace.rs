@@ -135,9 +135,16 @@ impl Trace {
         self.segments.iter().map(|s| s.frames).sum()
     }
 
-    /// Checks that every scene fits the system: one count per request model,
-    /// and no requests for a model whose parent has none.
+    /// Checks that the trace has a frame and that every scene fits the
+    /// system: one count per request model, and no requests for a model
+    /// whose parent has none.
     pub fn validate(&self, system: &System) -> Result<(), InputError> {
+        if self.frames() == 0 {
+            return Err(InputError::Trace {
+                line: 0,
+                reason: "the trace has no frames".into(),
+            });
+        }
         let want = system.request_models().count();
         for (n, seg) in self.segments.iter().enumerate() {
             if seg.scene.len() != want {
@@ -210,6 +217,31 @@ mod tests {
         );
         assert!(Trace::parse("0 1 1 1\n", 3).is_err());
         assert!(Trace::parse("# nothing\n", 3).is_err());
+    }
+
+    /// A trace built in code may have no frames (the parser refuses an
+    /// empty file); the simulator refuses it instead of indexing its first
+    /// scene.
+    #[test]
+    fn a_trace_without_frames_is_refused() {
+        let system =
+            crate::System::from_toml(include_str!("../../tests/fixtures/tiny.toml")).unwrap();
+        let none = Trace {
+            segments: Vec::new(),
+        };
+        let zero = Trace {
+            segments: vec![Segment {
+                frames: 0,
+                scene: vec![0; system.request_models().count()],
+            }],
+        };
+        for trace in [none, zero] {
+            let e = trace.validate(&system).unwrap_err();
+            assert!(e.to_string().contains("no frames"), "{e}");
+            let mut s = crate::schedulers::by_name(&system, "camdnn-local", 5.0).unwrap();
+            let e = crate::sim::simulate(&system, s.as_mut(), &trace, &Default::default());
+            assert!(e.is_err());
+        }
     }
 
     #[test]
