@@ -163,11 +163,7 @@ impl TrackRecord {
             0.0
         };
         self.longest_ms = self.longest_ms.max(span_ms);
-        let epoch_ms = if epoch_ms.is_finite() && epoch_ms > 0.0 {
-            epoch_ms
-        } else {
-            self.longest_ms
-        };
+        let epoch_ms = timer_epoch(epoch_ms).unwrap_or(self.longest_ms);
         let decay = if epoch_ms > 0.0 {
             Self::DECAY.powf(span_ms / epoch_ms)
         } else {
@@ -575,9 +571,15 @@ fn score_choice(
     Some(score)
 }
 
+/// The step timer's epoch, ms, or `None` without a timer (0 or not finite,
+/// as the stepper passes it then).
+fn timer_epoch(epoch_ms: f64) -> Option<f64> {
+    (epoch_ms.is_finite() && epoch_ms > 0.0).then_some(epoch_ms)
+}
+
 /// The latest scene (request models only) held for [`LOOKAHEAD_EPOCHS`]
-/// epochs of frames at `period_ms`; without a timer (`epoch_ms` 0) an epoch
-/// is the `frames_per_epoch` offered since the last step.
+/// epochs of frames at `period_ms`; without a timer an epoch is the
+/// `frames_per_epoch` offered since the last step.
 fn lookahead(
     system: &System,
     scene: &[u32],
@@ -585,11 +587,7 @@ fn lookahead(
     period_ms: f64,
     frames_per_epoch: f64,
 ) -> Vec<Vec<u32>> {
-    let epoch_frames = if epoch_ms.is_finite() && epoch_ms > 0.0 {
-        epoch_ms / period_ms
-    } else {
-        frames_per_epoch
-    };
+    let epoch_frames = timer_epoch(epoch_ms).map_or(frames_per_epoch, |e| e / period_ms);
     let n = (LOOKAHEAD_EPOCHS * epoch_frames).round();
     let n = if n.is_nan() {
         0

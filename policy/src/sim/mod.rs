@@ -612,6 +612,15 @@ impl Sim<'_> {
         });
     }
 
+    /// Drops frame f at its arrival, and runs the global step the drop
+    /// brings forward, if any ([`Stepper::frame_dropped`]).
+    fn drop_frame(&mut self, now: f64, f: usize) {
+        self.frames[f] = None;
+        if self.stepper.frame_dropped(now) {
+            self.step_if_due(now);
+        }
+    }
+
     fn frame_arrives(&mut self, now: f64, f: usize) -> Result<(), SimError> {
         self.stepper.frame_offered();
         self.report.frames[f].rem_at_arrival_ms = self.cluster.rem_all(now);
@@ -636,10 +645,7 @@ impl Sim<'_> {
             .proc_ids()
             .any(|j| self.cluster.rem_ms(j, now) + held > limit)
         {
-            self.frames[f] = None; // dropped: the pipeline is more than `limit` behind
-            if self.stepper.frame_dropped(now) {
-                self.step_if_due(now);
-            }
+            self.drop_frame(now, f); // the pipeline is more than `limit` behind
             return Ok(());
         }
         if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
@@ -648,10 +654,7 @@ impl Sim<'_> {
             let estimates = self.stepper.adapt().map(Adapt::estimates);
             if !admission.admits(&self.view, estimates, &self.cluster, scene, now, deadline) {
                 self.report.admission_drops += 1;
-                self.frames[f] = None; // dropped: it cannot make its deadline
-                if self.stepper.frame_dropped(now) {
-                    self.step_if_due(now);
-                }
+                self.drop_frame(now, f); // it cannot make its deadline
                 return Ok(());
             }
         }
