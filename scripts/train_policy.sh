@@ -60,7 +60,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
         "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         MEAN=$("$IL" eval --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" \
             --sidecar "$C/p.policy.json" --validation-of "$HELDOUT" |
-            sed -n 's/^MLP (expected shares) + repair: .* mean \([0-9.]*\)%.*/\1/p')
+            sed -n 's/^MLP alone as calibrated (.*) + repair: .* mean \([0-9.]*\)%.*/\1/p')
         if [ -z "$MEAN" ]; then
             echo "train_policy.sh: no validation figure for width $W (ilmodel eval's output changed?)" >&2
             exit 1

@@ -82,10 +82,12 @@ fn bad_options_and_other_systems_are_refused() {
 }
 
 #[test]
-fn calibration_picks_the_share_floor_on_the_training_split_only() {
-    use camdnn_ilmodel::train::cli::{run_calibrate, CalibrateArgs, MIN_SHARE_CANDIDATES};
+fn calibration_picks_the_decoding_on_the_training_split_only() {
+    use camdnn_ilmodel::train::cli::{
+        calibration_candidates, run_calibrate, CalibrateArgs, MIN_SHARE_CANDIDATES,
+    };
     use camdnn_ilmodel::train::{eval::fidelity, is_heldout};
-    use camdnn_policy::mlp::MlpPolicy;
+    use camdnn_policy::mlp::{Decoding, MlpPolicy};
     let dir = tempfile::tempdir().unwrap();
     let demos = dir.path().join("demos");
     small_demos(&demos, 5, 160);
@@ -102,22 +104,35 @@ fn calibration_picks_the_share_floor_on_the_training_split_only() {
     let bytes = std::fs::read(&onnx).unwrap();
     let calibrated = std::fs::read_to_string(&side).unwrap();
     let mut policy = MlpPolicy::new(&system, &bytes, &calibrated).unwrap();
-    let chosen = policy.sidecar().outputs.min_share;
-    assert!(MIN_SHARE_CANDIDATES.contains(&chosen), "{chosen}");
-    // No other candidate does better on the training split.
+    let chosen = (
+        policy.sidecar().outputs.decoder,
+        policy.sidecar().outputs.min_share,
+    );
+    assert!(MIN_SHARE_CANDIDATES.contains(&chosen.1), "{chosen:?}");
+    // Every decoding and every floor is tried.
+    let candidates = calibration_candidates();
+    for d in [Decoding::Counts, Decoding::Shares, Decoding::ExpectedShares] {
+        assert!(candidates.iter().any(|c| c.0 == d), "{d:?} not tried");
+    }
+    assert!(candidates.contains(&chosen), "{chosen:?}");
+    // No other candidate does better on the training split, and the loaded
+    // policy decodes as calibrated.
     let t = policy.sidecar().training.clone();
     let train_split: Vec<_> = set
         .demos
         .iter()
         .filter(|d| !is_heldout(t.seed, &d.scene, t.heldout_fraction))
         .collect();
-    let mean = |p: &mut MlpPolicy, m: f64| {
+    let as_loaded = fidelity(&system, &mut policy, &train_split).unwrap().mean;
+    let mean = |p: &mut MlpPolicy, (d, m): (Decoding, f64)| {
+        p.set_decoding(d);
         p.set_min_share(m);
         fidelity(&system, p, &train_split).unwrap().mean
     };
     let best = mean(&mut policy, chosen);
-    for m in MIN_SHARE_CANDIDATES {
-        assert!(best <= mean(&mut policy, m) + 1e-12, "{chosen} vs {m}");
+    assert_eq!(as_loaded, best);
+    for c in candidates {
+        assert!(best <= mean(&mut policy, c) + 1e-12, "{chosen:?} vs {c:?}");
     }
     // Other demonstrations than the trained-on ones are refused.
     let other = dir.path().join("other");

@@ -88,6 +88,11 @@ pub struct OutputSpec {
     /// the training split (never the held-out one); 0.5 when absent.
     #[serde(default = "default_min_share")]
     pub min_share: f64,
+    /// The decoding the runtime uses, chosen with the share floor by
+    /// `ilmodel calibrate` on the training split; expected shares when
+    /// absent.
+    #[serde(default)]
+    pub decoder: Decoding,
     /// The decoding, in words.
     pub decoding: String,
 }
@@ -260,7 +265,8 @@ impl OnnxMlp {
 }
 
 /// How the network's two outputs become a plan before repair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Decoding {
     /// The thresholded counts b_k(i,j) as they are.
     Counts,
@@ -269,6 +275,7 @@ pub enum Decoding {
     Shares,
     /// Like `Shares`, from the expected counts P(b > 0) count instead of the
     /// thresholded, rounded ones.
+    #[default]
     ExpectedShares,
 }
 
@@ -412,7 +419,7 @@ impl MlpPolicy {
             weights: Vec::new(),
             search,
             local_search: sidecar.local_search,
-            decoding: Decoding::ExpectedShares,
+            decoding: sidecar.outputs.decoder,
             threshold,
             encoding,
             net,
@@ -445,8 +452,8 @@ impl MlpPolicy {
         self.search.set_min_share(min_share);
     }
 
-    /// Chooses how the network's outputs become a plan (default
-    /// [`Decoding::ExpectedShares`]).
+    /// Chooses how the network's outputs become a plan (default: the
+    /// sidecar's `decoder`).
     pub fn set_decoding(&mut self, decoding: Decoding) {
         self.decoding = decoding;
     }

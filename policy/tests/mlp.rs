@@ -166,6 +166,56 @@ fn the_sidecar_share_floor_is_read_and_checked() {
     assert_eq!(p.sidecar().outputs.min_share, 1.0);
 }
 
+#[test]
+fn the_sidecar_decoder_is_read_and_used() {
+    let system = rb5();
+    let side: serde_json::Value = serde_json::from_str(SIDECAR).unwrap();
+    let with = |v: &str| {
+        let mut s = side.clone();
+        s["outputs"]["decoder"] = serde_json::json!(v);
+        s.to_string()
+    };
+    // Absent (older sidecars): expected shares.
+    let mut absent = side.clone();
+    absent["outputs"].as_object_mut().unwrap().remove("decoder");
+    let mut default = MlpPolicy::new(&system, ONNX, &absent.to_string()).unwrap();
+    assert_eq!(default.sidecar().outputs.decoder, Decoding::ExpectedShares);
+    let err = MlpPolicy::new(&system, ONNX, &with("rounded")).unwrap_err();
+    assert!(err.to_string().contains("unknown variant"), "{err}");
+    // "counts" decodes as the thresholded counts do, which on some scene
+    // differs from the default decoding.
+    let mut counts = MlpPolicy::new(&system, ONNX, &with("counts")).unwrap();
+    assert_eq!(counts.sidecar().outputs.decoder, Decoding::Counts);
+    let mut reference = MlpPolicy::new(&system, ONNX, &absent.to_string()).unwrap();
+    reference.set_decoding(Decoding::Counts);
+    for p in [&mut default, &mut counts, &mut reference] {
+        p.set_local_search(false);
+    }
+    let rem = [0.0, 20.0, 40.0];
+    let residency = [
+        true, false, false, false, true, false, false, false, true, true, false, false,
+    ];
+    let mut differs = false;
+    for a in 0..=14u32 {
+        for b in [0u32, 3, 9, 14] {
+            let scene = [0, a, b, 14 - a];
+            let input = PlanInput {
+                scene: &scene,
+                rem_ms: &rem,
+                residency: &residency,
+                frames_per_epoch: 70.0,
+            };
+            let plan = counts.plan(&system, &input);
+            assert_eq!(plan, reference.plan(&system, &input), "scene {scene:?}");
+            differs |= plan != default.plan(&system, &input);
+        }
+    }
+    assert!(
+        differs,
+        "the counts decoding never differed from the default"
+    );
+}
+
 fn inputs() -> impl Strategy<Value = (Vec<u32>, Vec<f64>, Vec<bool>, f64)> {
     (
         // Beyond the training range (0..=14) and beyond the search tables (64).
