@@ -12,6 +12,9 @@
 #   SAMPLES=2000 OUT=target/suite/policies scripts/train_policy.sh target/suite/boards/gen-1.toml
 #   target/release/camdnnd suite --boards 30 --policies target/suite/policies
 #
+# SHARE_WEIGHT (default 1) weighs the loss term on each (model, processor) pair's expected
+# requests, which the decoding reads (0: the per-slot terms only, as before 2026-11-25).
+#
 # SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14) and OUT
 # (default config/policies) size the run; it prints its wall time at the end.
 #
@@ -37,6 +40,7 @@ WORK=target/policy-train/$NAME-seed$SEED
 OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
 EPOCHS=${EPOCHS:-150}
+SHARE_WEIGHT=${SHARE_WEIGHT:-1}
 HELDOUT=0.15
 # The width candidates hold out twice as much: the band between is their validation split.
 BAND_OUTER=0.30
@@ -55,7 +59,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
     for W in $WIDTHS; do
         C=$WORK/width-${W//,/x}
         "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$C" --seed "$SEED" \
-            --epochs "$EPOCHS" --hidden "$W" --heldout "$BAND_OUTER" --quiet
+            --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --hidden "$W" --heldout "$BAND_OUTER" --quiet
         "$IL" export --model "$C/model.json" --system "$SYSTEM" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         MEAN=$("$IL" eval --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" \
@@ -76,7 +80,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
 fi
 HIDDEN=${HIDDEN:-128,128}
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
-    --epochs "$EPOCHS" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
+    --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 # The decoding and its share floor, chosen on the training split only.
@@ -86,4 +90,4 @@ cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"
 "$IL" eval --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
-echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN)"
+echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN SHARE_WEIGHT=$SHARE_WEIGHT)"

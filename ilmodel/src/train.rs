@@ -7,6 +7,10 @@
 //!   targets only: the classifier decides zeros);
 //! - a penalty for violating sum_j sum_k k b_k(i,j) = r_i, computed from the
 //!   expected counts sigmoid(logit) * count, as mean |served - r_i| per model;
+//! - optionally ([`TrainConfig::share_weight`]) a term on each pair's
+//!   expected requests sum_k k sigmoid(logit) count against the ILP's
+//!   n(i,j), mean |.| over pairs: the quantity the expected-shares decoding
+//!   reads, which the per-slot terms only reach slot by slot;
 //! - input normalisation (x - mean) / std with training-set statistics
 //!   (std < 1e-6 becomes 1), kept with the weights so export can put it in
 //!   the graph;
@@ -74,6 +78,10 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     /// Weight of the served-requests penalty.
     pub penalty_weight: f64,
+    /// Weight of the per-pair expected-requests term (0: off, as in models
+    /// trained before it existed, whose files lack the field).
+    #[serde(default)]
+    pub share_weight: f64,
     /// Fraction of scenes held out, in (0, 1).
     pub heldout_fraction: f64,
 }
@@ -87,6 +95,7 @@ impl Default for TrainConfig {
             batch_size: 128,
             learning_rate: 3e-3,
             penalty_weight: 0.05,
+            share_weight: 1.0,
             heldout_fraction: 0.15,
         }
     }
@@ -345,14 +354,21 @@ impl Net {
     }
 }
 
+/// Slot-to-column weights of a batch's loss: `ks[s, m]` = k when slot s
+/// belongs to request model m, `kp[s, p]` = k when it belongs to pair p.
+struct SlotWeights {
+    ks: Tensor,
+    kp: Tensor,
+}
+
 /// Loss parts of a batch: (total, bce, mae, penalty).
 fn loss(
     logits: &Tensor,
     counts: &Tensor,
     y: &Tensor,
     r: &Tensor,
-    ks: &Tensor,
-    penalty_weight: f64,
+    w: &SlotWeights,
+    config: &TrainConfig,
 ) -> candle_core::Result<(Tensor, Tensor, Tensor, Tensor)> {
     let nz = y.gt(0.0)?.to_dtype(DType::F32)?;
     // Stable BCE with logits: max(z,0) - z*t + log(1 + exp(-|z|)).
@@ -362,9 +378,15 @@ fn loss(
     let mae = ((counts - y)?.abs()? * &nz)?.sum_all()?;
     let mae = (mae / nz.sum_all()?.to_scalar::<f32>()?.max(1.0) as f64)?;
     let expected = (candle_nn::ops::sigmoid(logits)? * counts)?;
-    let served = expected.matmul(ks)?;
+    let served = expected.matmul(&w.ks)?;
     let penalty = (served - r)?.abs()?.mean_all()?;
-    let total = ((&bce + &mae)? + (&penalty * penalty_weight)?)?;
+    let mut total = ((&bce + &mae)? + (&penalty * config.penalty_weight)?)?;
+    if config.share_weight > 0.0 {
+        let share = (expected.matmul(&w.kp)? - y.matmul(&w.kp)?)?
+            .abs()?
+            .mean_all()?;
+        total = (total + (share * config.share_weight)?)?;
+    }
     Ok((total, bce, mae, penalty))
 }
 
@@ -390,6 +412,16 @@ pub fn train(
             "heldout fraction {} must be in (0, 1)",
             config.heldout_fraction
         )));
+    }
+    for (what, w) in [
+        ("penalty weight", config.penalty_weight),
+        ("share weight", config.share_weight),
+    ] {
+        if !(w.is_finite() && w >= 0.0) {
+            return Err(TrainError::Invalid(format!(
+                "{what} {w} must be a non-negative number"
+            )));
+        }
     }
     if config.epochs == 0 || config.batch_size == 0 || config.hidden.contains(&0) {
         return Err(TrainError::Invalid(
@@ -477,6 +509,24 @@ pub fn train(
         ks[s * nr + m] = slot.k as f32;
     }
     let ks = Tensor::from_vec(ks, (ns, nr), &dev)?;
+    // kp[s, p] = k when slot s belongs to pair p (the slots' pairs in order).
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for slot in enc.slots() {
+        if !pairs.contains(&(slot.model.0, slot.proc.0)) {
+            pairs.push((slot.model.0, slot.proc.0));
+        }
+    }
+    let npairs = pairs.len();
+    let mut kp = vec![0.0f32; ns * npairs];
+    for (s, slot) in enc.slots().iter().enumerate() {
+        let p = pairs
+            .iter()
+            .position(|&q| q == (slot.model.0, slot.proc.0))
+            .expect("every slot's pair was listed");
+        kp[s * npairs + p] = slot.k as f32;
+    }
+    let kp = Tensor::from_vec(kp, (ns, npairs), &dev)?;
+    let weights = SlotWeights { ks, kp };
     let mut opt = AdamW::new(
         net.vars(),
         ParamsAdamW {
@@ -511,13 +561,13 @@ pub fn train(
             let y = Tensor::from_slice(&by, (chunk.len(), ns), &dev)?;
             let r = Tensor::from_slice(&br, (chunk.len(), nr), &dev)?;
             let (logits, counts) = net.forward(&x)?;
-            let (total, ..) = loss(&logits, &counts, &y, &r, &ks, config.penalty_weight)?;
+            let (total, ..) = loss(&logits, &counts, &y, &r, &weights, config)?;
             opt.backward_step(&total)?;
             sum += total.to_scalar::<f32>()? as f64;
             batches += 1;
         }
         let (logits, counts) = net.forward(&hx)?;
-        let (total, bce, mae, pen) = loss(&logits, &counts, &hy, &hr, &ks, config.penalty_weight)?;
+        let (total, bce, mae, pen) = loss(&logits, &counts, &hy, &hr, &weights, config)?;
         let e = EpochLoss {
             epoch,
             train: sum / batches as f64,
@@ -531,6 +581,11 @@ pub fn train(
     }
     // Held-out decoded metrics.
     let (logits, counts) = net.forward(&hx)?;
+    let expected = (candle_nn::ops::sigmoid(&logits)? * &counts)?;
+    let pair_err = (expected.matmul(&weights.kp)? - hy.matmul(&weights.kp)?)?
+        .abs()?
+        .mean_all()?
+        .to_scalar::<f32>()? as f64;
     let probs = candle_nn::ops::sigmoid(&logits)?.to_vec2::<f32>()?;
     let counts = counts.to_vec2::<f32>()?;
     let (mut abs_err, mut right, mut exact) = (0.0f64, 0usize, 0usize);
@@ -561,6 +616,7 @@ pub fn train(
         mae: abs_err / (held_ex.n * ns) as f64,
         slot_accuracy: right as f64 / (held_ex.n * ns) as f64,
         exact_plans: exact as f64 / held_ex.n as f64,
+        pair_requests_mae: Some(pair_err),
     };
     let to_dense = |(w, b): &(Var, Var)| -> Result<Dense, TrainError> {
         let (i, o) = w.as_tensor().dims2()?;

@@ -57,6 +57,7 @@ fn random_model(seed: u64) -> (System, TrainedModel) {
             mae: 0.0,
             slot_accuracy: 0.0,
             exact_plans: 0.0,
+            pair_requests_mae: None,
         },
     };
     (system, model)

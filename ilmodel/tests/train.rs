@@ -16,6 +16,7 @@ fn config(seed: u64, epochs: usize) -> TrainConfig {
         batch_size: 32,
         learning_rate: 3e-3,
         penalty_weight: 0.05,
+        share_weight: 0.0,
         heldout_fraction: 0.2,
     }
 }
@@ -66,6 +67,30 @@ fn training_is_deterministic_for_a_seed_and_learns() {
     assert!(svg.starts_with("<svg") && svg.contains("polyline"));
 }
 
+/// The per-pair term trains the quantity the expected-shares decoding reads:
+/// with it, the held-out error of each pair's expected requests is lower.
+#[test]
+fn the_pair_term_lowers_the_pair_requests_error() {
+    let dir = tempfile::tempdir().unwrap();
+    small_demos(dir.path(), 5, 400);
+    let system = System::from_toml(RB5).unwrap();
+    let set = load_demos(dir.path(), RB5).unwrap();
+    let pair_mae = |share_weight: f64| {
+        let cfg = TrainConfig {
+            share_weight,
+            ..config(2, 40)
+        };
+        let out = train(&system, RB5, &set, &cfg, |_| {}).unwrap();
+        assert_eq!(out.model.config.share_weight, share_weight);
+        out.model.metrics.pair_requests_mae.unwrap()
+    };
+    let (without, with) = (pair_mae(0.0), pair_mae(2.0));
+    assert!(
+        with < without,
+        "pair requests MAE {without:.4} -> {with:.4}"
+    );
+}
+
 #[test]
 fn bad_options_and_other_systems_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -76,6 +101,14 @@ fn bad_options_and_other_systems_are_refused() {
     bad.heldout_fraction = 1.5;
     let err = train(&system, RB5, &set, &bad, |_| {}).err().unwrap();
     assert!(err.to_string().contains("heldout fraction"), "{err}");
+    for w in [-1.0, f64::NAN] {
+        let bad = TrainConfig {
+            share_weight: w,
+            ..config(1, 1)
+        };
+        let err = train(&system, RB5, &set, &bad, |_| {}).err().unwrap();
+        assert!(err.to_string().contains("share weight"), "{err}");
+    }
     let other = RB5.replacen("max_resident = 2", "max_resident = 1", 1);
     let err = load_demos(dir.path(), &other).err().unwrap();
     assert!(err.to_string().contains("hash"), "{err}");

@@ -117,6 +117,9 @@ pub struct TrainingInfo {
     pub learning_rate: f64,
     /// Weight of the served-requests penalty.
     pub penalty_weight: f64,
+    /// Weight of the per-pair expected-requests term (0 in older sidecars).
+    #[serde(default)]
+    pub share_weight: f64,
     /// Fraction of scenes held out.
     pub heldout_fraction: f64,
     /// FNV-1a 64 (hex) of the demonstrations file.
@@ -141,6 +144,11 @@ pub struct HeldoutMetrics {
     pub slot_accuracy: f64,
     /// Fraction of instances whose decoded plan equals the ILP's exactly.
     pub exact_plans: f64,
+    /// Mean absolute error of each pair's expected requests
+    /// sum_k k P(b_k > 0) count_k against the ILP's n(i,j), over all pairs:
+    /// what the expected-shares decoding reads (absent in older sidecars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_requests_mae: Option<f64>,
 }
 
 /// Why a policy could not be loaded.

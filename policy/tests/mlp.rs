@@ -28,11 +28,24 @@ fn another_profile_is_refused() {
     let system = rb5().with_max_resident(ProcId(1), 3);
     let err = MlpPolicy::new(&system, ONNX, SIDECAR).unwrap_err();
     assert!(
+        matches!(err, MlpError::SystemMismatch { what, .. } if what.starts_with("structure")),
+        "{err}"
+    );
+    // A sidecar without the structure and the trained-on timings (written
+    // before they existed) loads on the exact profile only.
+    let mut old: serde_json::Value = serde_json::from_str(SIDECAR).unwrap();
+    let fields = old.as_object_mut().unwrap();
+    fields.remove("structure_fingerprint");
+    fields.remove("profile_ms");
+    let old = old.to_string();
+    MlpPolicy::new(&rb5(), ONNX, &old).unwrap();
+    let err = MlpPolicy::new(&system, ONNX, &old).unwrap_err();
+    assert!(
         matches!(err, MlpError::SystemMismatch { what, .. } if what.starts_with("profile fingerprint")),
         "{err}"
     );
     let renamed = RB5.replacen("name = \"rb5\"", "name = \"rb6\"", 1);
-    let err = MlpPolicy::new(&System::from_toml(&renamed).unwrap(), ONNX, SIDECAR).unwrap_err();
+    let err = MlpPolicy::new(&System::from_toml(&renamed).unwrap(), ONNX, &old).unwrap_err();
     assert!(err.to_string().contains("system name rb5"), "{err}");
 }
 

@@ -43,6 +43,10 @@ pub struct TrainArgs {
     /// Weight of the served-requests penalty.
     #[arg(long, default_value_t = 0.05)]
     pub penalty: f64,
+    /// Weight of the per-pair expected-requests term (0: off, as policies
+    /// trained before 2026-11-25).
+    #[arg(long, default_value_t = 1.0)]
+    pub share_weight: f64,
     /// Fraction of scenes held out.
     #[arg(long, default_value_t = 0.15)]
     pub heldout: f64,
@@ -161,6 +165,7 @@ pub fn run_train(args: &TrainArgs) -> Result<()> {
         batch_size: args.batch_size,
         learning_rate: args.lr,
         penalty_weight: args.penalty,
+        share_weight: args.share_weight,
         heldout_fraction: args.heldout,
     };
     let start = Instant::now();
