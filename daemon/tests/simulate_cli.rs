@@ -195,3 +195,29 @@ fn a_graph_without_three_classifiers_gets_the_paper_shape_sized_to_it() {
         "{stdout}"
     );
 }
+
+/// `camdnnd simulate ... | head -1`: the reader goes away before the tables
+/// are written, and the command stops without a panic.
+#[test]
+fn a_closed_stdout_stops_the_report_without_a_panic() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .args([
+            "simulate",
+            "--system",
+            "config/profiles/rb5.toml",
+            "--schedulers",
+            "camdnn-local",
+        ])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+}

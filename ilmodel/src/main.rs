@@ -324,6 +324,14 @@ fn run_visited(args: &VisitedArgs) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    // The reports are often piped into `head`: stop when the reader goes
+    // away (SIGPIPE's default action) instead of panicking in `println!`.
+    // ilmodel writes to no socket.
+    // SAFETY: `signal` with a valid signal number and SIG_DFL only resets
+    // the disposition; no thread has started yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match Cli::parse().command {
         Command::Solve(inst) => run_solve(&inst),
         Command::TimeSolve { instance, runs } => run_time_solve(&instance, runs),

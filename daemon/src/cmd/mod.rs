@@ -45,10 +45,28 @@ enum Command {
 }
 
 /// Parses the command line and runs the subcommand.
+/// The report commands print tables that are often piped into `head`:
+/// like any Unix filter they stop when the reader goes away (SIGPIPE's
+/// default action) instead of panicking in `println!`. `serve`, `feed` and
+/// `bench` keep Rust's ignored SIGPIPE, as they write to sockets.
+fn stop_quietly_when_stdout_closes() {
+    // SAFETY: `signal` with a valid signal number and SIG_DFL only resets
+    // the disposition; called before the command starts any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 pub fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Simulate(args) => simulate::run(&args),
-        Command::Suite(args) => suite::run(&args),
+        Command::Simulate(args) => {
+            stop_quietly_when_stdout_closes();
+            simulate::run(&args)
+        }
+        Command::Suite(args) => {
+            stop_quietly_when_stdout_closes();
+            suite::run(&args)
+        }
         Command::Serve(args) => serve::run(&args),
         Command::Feed(args) => feed::run(&args),
         Command::CheckConfig(args) => check_config::run(&args),
