@@ -361,6 +361,12 @@ struct SlotWeights {
     kp: Tensor,
 }
 
+/// Mean |sum_k k expected_k - n(i,j)| over the batch's (model, processor)
+/// pairs: `expected` per slot against the ILP's counts `y`, through `kp`.
+fn pair_requests_error(expected: &Tensor, y: &Tensor, kp: &Tensor) -> candle_core::Result<Tensor> {
+    (expected.matmul(kp)? - y.matmul(kp)?)?.abs()?.mean_all()
+}
+
 /// Loss parts of a batch: (total, bce, mae, penalty).
 fn loss(
     logits: &Tensor,
@@ -382,9 +388,7 @@ fn loss(
     let penalty = (served - r)?.abs()?.mean_all()?;
     let mut total = ((&bce + &mae)? + (&penalty * config.penalty_weight)?)?;
     if config.share_weight > 0.0 {
-        let share = (expected.matmul(&w.kp)? - y.matmul(&w.kp)?)?
-            .abs()?
-            .mean_all()?;
+        let share = pair_requests_error(&expected, y, &w.kp)?;
         total = (total + (share * config.share_weight)?)?;
     }
     Ok((total, bce, mae, penalty))
@@ -581,12 +585,10 @@ pub fn train(
     }
     // Held-out decoded metrics.
     let (logits, counts) = net.forward(&hx)?;
-    let expected = (candle_nn::ops::sigmoid(&logits)? * &counts)?;
-    let pair_err = (expected.matmul(&weights.kp)? - hy.matmul(&weights.kp)?)?
-        .abs()?
-        .mean_all()?
-        .to_scalar::<f32>()? as f64;
-    let probs = candle_nn::ops::sigmoid(&logits)?.to_vec2::<f32>()?;
+    let probs = candle_nn::ops::sigmoid(&logits)?;
+    let pair_err =
+        pair_requests_error(&(&probs * &counts)?, &hy, &weights.kp)?.to_scalar::<f32>()? as f64;
+    let probs = probs.to_vec2::<f32>()?;
     let counts = counts.to_vec2::<f32>()?;
     let (mut abs_err, mut right, mut exact) = (0.0f64, 0usize, 0usize);
     for n in 0..held_ex.n {

@@ -44,7 +44,6 @@ enum Command {
     Bench(bench::Args),
 }
 
-/// Parses the command line and runs the subcommand.
 /// The report commands print tables that are often piped into `head`:
 /// like any Unix filter they stop when the reader goes away (SIGPIPE's
 /// default action) instead of panicking in `println!`. `serve`, `feed` and
@@ -57,6 +56,7 @@ fn stop_quietly_when_stdout_closes() {
     }
 }
 
+/// Parses the command line and runs the subcommand.
 pub fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Simulate(args) => {
