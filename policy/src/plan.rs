@@ -318,7 +318,10 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
             }
         }
     }
-    // 3. Residency limits: evict the least-loaded, preferring idle and new models.
+    // 3. Residency limits: evict a model that keeps another host before one
+    // that would be left homeless (its requests then stay with its other
+    // hosts instead of displacing a model elsewhere), then the least-loaded,
+    // preferring idle and new models.
     for j in system.proc_ids() {
         while over_limit(system, &out, j) {
             let victim = system
@@ -328,6 +331,7 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
                     let key = |i: ModelId| {
                         (
                             system.models[i.0].parent.is_none(),
+                            !system.proc_ids().any(|q| q != j && out.resident(i, q)),
                             out.served_on(i, j),
                             input.was_resident(system, i, j),
                         )
