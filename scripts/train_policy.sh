@@ -14,6 +14,8 @@
 #
 # SHARE_WEIGHT (default 1) weighs the loss term on each (model, processor) pair's expected
 # requests, which the decoding reads (0: the per-slot terms only, as before 2026-11-25).
+# WORK_WEIGHT (default 1) weighs the term on each processor's expected execution time, so an
+# error costs what it costs the makespan (0: off, as before 2026-11-25's second session).
 #
 # SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14) and OUT
 # (default config/policies) size the run; it prints its wall time at the end.
@@ -41,6 +43,7 @@ OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
 EPOCHS=${EPOCHS:-150}
 SHARE_WEIGHT=${SHARE_WEIGHT:-1}
+WORK_WEIGHT=${WORK_WEIGHT:-1}
 HELDOUT=0.15
 # The width candidates hold out twice as much: the band between is their validation split.
 BAND_OUTER=0.30
@@ -59,7 +62,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
     for W in $WIDTHS; do
         C=$WORK/width-${W//,/x}
         "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$C" --seed "$SEED" \
-            --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --hidden "$W" --heldout "$BAND_OUTER" --quiet
+            --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$W" --heldout "$BAND_OUTER" --quiet
         "$IL" export --model "$C/model.json" --system "$SYSTEM" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         MEAN=$("$IL" eval --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" \
@@ -80,7 +83,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
 fi
 HIDDEN=${HIDDEN:-128,128}
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
-    --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
+    --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 # The decoding and its share floor, chosen on the training split only.
@@ -90,4 +93,4 @@ cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"
 "$IL" eval --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
-echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN SHARE_WEIGHT=$SHARE_WEIGHT)"
+echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN SHARE_WEIGHT=$SHARE_WEIGHT WORK_WEIGHT=$WORK_WEIGHT)"

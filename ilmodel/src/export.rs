@@ -206,6 +206,7 @@ pub fn sidecar(model: &TrainedModel, local_search: bool, system: &System) -> Sid
             learning_rate: model.config.learning_rate,
             penalty_weight: model.config.penalty_weight,
             share_weight: model.config.share_weight,
+            work_weight: model.config.work_weight,
             heldout_fraction: model.config.heldout_fraction,
             demos_fnv1a64: model.demos_fnv1a64.clone(),
             train_samples: model.train_samples,

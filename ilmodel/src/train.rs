@@ -11,6 +11,11 @@
 //!   expected requests sum_k k sigmoid(logit) count against the ILP's
 //!   n(i,j), mean |.| over pairs: the quantity the expected-shares decoding
 //!   reads, which the per-slot terms only reach slot by slot;
+//! - optionally ([`TrainConfig::work_weight`]) a term on each processor's
+//!   expected execution time sum P(b > 0) count exec_ms(i,j,k) against the
+//!   ILP plan's, in units of the training set's mean per-processor work:
+//!   a request's error then costs what it costs the makespan, not one unit
+//!   on a fast processor and on a slow one alike;
 //! - input normalisation (x - mean) / std with training-set statistics
 //!   (std < 1e-6 becomes 1), kept with the weights so export can put it in
 //!   the graph;
@@ -82,6 +87,10 @@ pub struct TrainConfig {
     /// trained before it existed, whose files lack the field).
     #[serde(default)]
     pub share_weight: f64,
+    /// Weight of the per-processor expected-work term (0: off, as in models
+    /// trained before it existed, whose files lack the field).
+    #[serde(default)]
+    pub work_weight: f64,
     /// Fraction of scenes held out, in (0, 1).
     pub heldout_fraction: f64,
 }
@@ -96,6 +105,7 @@ impl Default for TrainConfig {
             learning_rate: 3e-3,
             penalty_weight: 0.05,
             share_weight: 1.0,
+            work_weight: 1.0,
             heldout_fraction: 0.15,
         }
     }
@@ -359,12 +369,15 @@ impl Net {
 struct SlotWeights {
     ks: Tensor,
     kp: Tensor,
+    /// `ke[s, j]` = exec_ms(i, j, k) / scale when slot s is on processor j.
+    ke: Tensor,
 }
 
-/// Mean |sum_k k expected_k - n(i,j)| over the batch's (model, processor)
-/// pairs: `expected` per slot against the ILP's counts `y`, through `kp`.
-fn pair_requests_error(expected: &Tensor, y: &Tensor, kp: &Tensor) -> candle_core::Result<Tensor> {
-    (expected.matmul(kp)? - y.matmul(kp)?)?.abs()?.mean_all()
+/// Mean |expected - ILP| over the columns of `k`: with `kp`, each pair's
+/// requests sum_k k expected_k against n(i,j); with `ke`, each processor's
+/// work. `expected` per slot against the ILP's counts `y`.
+fn column_error(expected: &Tensor, y: &Tensor, k: &Tensor) -> candle_core::Result<Tensor> {
+    (expected.matmul(k)? - y.matmul(k)?)?.abs()?.mean_all()
 }
 
 /// Loss parts of a batch: (total, bce, mae, penalty).
@@ -388,8 +401,12 @@ fn loss(
     let penalty = (served - r)?.abs()?.mean_all()?;
     let mut total = ((&bce + &mae)? + (&penalty * config.penalty_weight)?)?;
     if config.share_weight > 0.0 {
-        let share = pair_requests_error(&expected, y, &w.kp)?;
+        let share = column_error(&expected, y, &w.kp)?;
         total = (total + (share * config.share_weight)?)?;
+    }
+    if config.work_weight > 0.0 {
+        let work = column_error(&expected, y, &w.ke)?;
+        total = (total + (work * config.work_weight)?)?;
     }
     Ok((total, bce, mae, penalty))
 }
@@ -420,6 +437,7 @@ pub fn train(
     for (what, w) in [
         ("penalty weight", config.penalty_weight),
         ("share weight", config.share_weight),
+        ("work weight", config.work_weight),
     ] {
         if !(w.is_finite() && w >= 0.0) {
             return Err(TrainError::Invalid(format!(
@@ -530,7 +548,23 @@ pub fn train(
         kp[s * npairs + p] = slot.k as f32;
     }
     let kp = Tensor::from_vec(kp, (ns, npairs), &dev)?;
-    let weights = SlotWeights { ks, kp };
+    // ke[s, j] = exec_ms(i, j, k), in units of the training set's mean
+    // per-processor ILP work, so the term is a relative error.
+    let np = system.num_processors();
+    let mut ke = vec![0.0f32; ns * np];
+    for (s, slot) in enc.slots().iter().enumerate() {
+        ke[s * np + slot.proc.0] = system.exec_ms(slot.model, slot.proc, slot.k) as f32;
+    }
+    let mut work_sum = 0.0f64;
+    for row in train_ex.y.chunks(ns) {
+        for (s, &v) in row.iter().enumerate() {
+            work_sum += v as f64 * ke[s * np + enc.slots()[s].proc.0] as f64;
+        }
+    }
+    let scale = (work_sum / (train_ex.n * np) as f64).max(1e-6) as f32;
+    ke.iter_mut().for_each(|v| *v /= scale);
+    let ke = Tensor::from_vec(ke, (ns, np), &dev)?;
+    let weights = SlotWeights { ks, kp, ke };
     let mut opt = AdamW::new(
         net.vars(),
         ParamsAdamW {
@@ -586,8 +620,9 @@ pub fn train(
     // Held-out decoded metrics.
     let (logits, counts) = net.forward(&hx)?;
     let probs = candle_nn::ops::sigmoid(&logits)?;
-    let pair_err =
-        pair_requests_error(&(&probs * &counts)?, &hy, &weights.kp)?.to_scalar::<f32>()? as f64;
+    let expected = (&probs * &counts)?;
+    let pair_err = column_error(&expected, &hy, &weights.kp)?.to_scalar::<f32>()? as f64;
+    let work_err = column_error(&expected, &hy, &weights.ke)?.to_scalar::<f32>()? as f64;
     let probs = probs.to_vec2::<f32>()?;
     let counts = counts.to_vec2::<f32>()?;
     let (mut abs_err, mut right, mut exact) = (0.0f64, 0usize, 0usize);
@@ -619,6 +654,7 @@ pub fn train(
         slot_accuracy: right as f64 / (held_ex.n * ns) as f64,
         exact_plans: exact as f64 / held_ex.n as f64,
         pair_requests_mae: Some(pair_err),
+        processor_work_mae: Some(work_err),
     };
     let to_dense = |(w, b): &(Var, Var)| -> Result<Dense, TrainError> {
         let (i, o) = w.as_tensor().dims2()?;

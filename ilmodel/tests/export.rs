@@ -58,6 +58,7 @@ fn random_model(seed: u64) -> (System, TrainedModel) {
             slot_accuracy: 0.0,
             exact_plans: 0.0,
             pair_requests_mae: None,
+            processor_work_mae: None,
         },
     };
     (system, model)

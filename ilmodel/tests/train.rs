@@ -17,6 +17,7 @@ fn config(seed: u64, epochs: usize) -> TrainConfig {
         learning_rate: 3e-3,
         penalty_weight: 0.05,
         share_weight: 0.0,
+        work_weight: 0.0,
         heldout_fraction: 0.2,
     }
 }
@@ -91,6 +92,30 @@ fn the_pair_term_lowers_the_pair_requests_error() {
     );
 }
 
+/// The per-processor work term trains what the makespan adds up: with it,
+/// the held-out error of each processor's expected execution time is lower.
+#[test]
+fn the_work_term_lowers_the_processor_work_error() {
+    let dir = tempfile::tempdir().unwrap();
+    small_demos(dir.path(), 5, 400);
+    let system = System::from_toml(RB5).unwrap();
+    let set = load_demos(dir.path(), RB5).unwrap();
+    let work_mae = |work_weight: f64| {
+        let cfg = TrainConfig {
+            work_weight,
+            ..config(2, 40)
+        };
+        let out = train(&system, RB5, &set, &cfg, |_| {}).unwrap();
+        assert_eq!(out.model.config.work_weight, work_weight);
+        out.model.metrics.processor_work_mae.unwrap()
+    };
+    let (without, with) = (work_mae(0.0), work_mae(2.0));
+    assert!(
+        with < without,
+        "processor work MAE {without:.4} -> {with:.4}"
+    );
+}
+
 #[test]
 fn bad_options_and_other_systems_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,6 +133,12 @@ fn bad_options_and_other_systems_are_refused() {
         };
         let err = train(&system, RB5, &set, &bad, |_| {}).err().unwrap();
         assert!(err.to_string().contains("share weight"), "{err}");
+        let bad = TrainConfig {
+            work_weight: w,
+            ..config(1, 1)
+        };
+        let err = train(&system, RB5, &set, &bad, |_| {}).err().unwrap();
+        assert!(err.to_string().contains("work weight"), "{err}");
     }
     let other = RB5.replacen("max_resident = 2", "max_resident = 1", 1);
     let err = load_demos(dir.path(), &other).err().unwrap();

@@ -120,6 +120,9 @@ pub struct TrainingInfo {
     /// Weight of the per-pair expected-requests term (0 in older sidecars).
     #[serde(default)]
     pub share_weight: f64,
+    /// Weight of the per-processor expected-work term (0 in older sidecars).
+    #[serde(default)]
+    pub work_weight: f64,
     /// Fraction of scenes held out.
     pub heldout_fraction: f64,
     /// FNV-1a 64 (hex) of the demonstrations file.
@@ -149,6 +152,11 @@ pub struct HeldoutMetrics {
     /// what the expected-shares decoding reads (absent in older sidecars).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_requests_mae: Option<f64>,
+    /// Mean absolute error of each processor's expected execution time
+    /// against the ILP plan's, in units of the training set's mean
+    /// per-processor work (absent in older sidecars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processor_work_mae: Option<f64>,
 }
 
 /// Why a policy could not be loaded.

@@ -47,6 +47,10 @@ pub struct TrainArgs {
     /// trained before 2026-11-25).
     #[arg(long, default_value_t = 1.0)]
     pub share_weight: f64,
+    /// Weight of the per-processor expected-work term (0: off, as policies
+    /// trained before 2026-11-25's second session).
+    #[arg(long, default_value_t = 1.0)]
+    pub work_weight: f64,
     /// Fraction of scenes held out.
     #[arg(long, default_value_t = 0.15)]
     pub heldout: f64,
@@ -166,6 +170,7 @@ pub fn run_train(args: &TrainArgs) -> Result<()> {
         learning_rate: args.lr,
         penalty_weight: args.penalty,
         share_weight: args.share_weight,
+        work_weight: args.work_weight,
         heldout_fraction: args.heldout,
     };
     let start = Instant::now();
