@@ -318,10 +318,8 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
             }
         }
     }
-    // 3. Residency limits: evict a model that keeps another host before one
-    // that would be left homeless (its requests then stay with its other
-    // hosts instead of displacing a model elsewhere), then the least-loaded,
-    // preferring idle and new models.
+    // 3. Residency limits: evict the model whose requests here cost least
+    // to serve elsewhere (`eviction_cost`), preferring idle and new models.
     for j in system.proc_ids() {
         while over_limit(system, &out, j) {
             let victim = system
@@ -331,12 +329,16 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
                     let key = |i: ModelId| {
                         (
                             system.models[i.0].parent.is_none(),
-                            !system.proc_ids().any(|q| q != j && out.resident(i, q)),
+                            eviction_cost(system, input, &out, i, j),
                             out.served_on(i, j),
                             input.was_resident(system, i, j),
                         )
                     };
-                    key(a).cmp(&key(b))
+                    let (ka, kb) = (key(a), key(b));
+                    ka.0.cmp(&kb.0)
+                        .then(ka.1.total_cmp(&kb.1))
+                        .then(ka.2.cmp(&kb.2))
+                        .then(ka.3.cmp(&kb.3))
                 })
                 .expect("over the limit implies a resident model");
             unplace(system, &mut out, victim, j);
@@ -494,6 +496,43 @@ fn costliest_batch(system: &System, plan: &Plan, i: ModelId) -> Option<(ProcId, 
         }
     }
     best.map(|(j, k, _)| (j, k))
+}
+
+/// What evicting model i from j adds elsewhere, ms: its requests there
+/// served in full batches on its cheapest other host. Without another host,
+/// on the cheapest processor with room, counting the load (amortised over
+/// the epoch as `host_for` does) when i is not resident there already; with
+/// no room anywhere, infinite, since re-hosting it would displace another
+/// model.
+fn eviction_cost(system: &System, input: &PlanInput, plan: &Plan, i: ModelId, j: ProcId) -> f64 {
+    let n = plan.served_on(i, j) as usize;
+    let serve = |q: ProcId| {
+        if n == 0 {
+            return 0.0;
+        }
+        let k = n.min(system.max_batch_on(i, q)).max(1);
+        system.exec_ms(i, q, k) * n as f64 / k as f64
+    };
+    let kept = system
+        .proc_ids()
+        .filter(|&q| q != j && plan.resident(i, q))
+        .map(serve)
+        .min_by(f64::total_cmp);
+    kept.unwrap_or_else(|| {
+        system
+            .supporting(i)
+            .filter(|&q| q != j && fits(system, plan, i, q))
+            .map(|q| {
+                let load = if input.was_resident(system, i, q) {
+                    0.0
+                } else {
+                    system.load_ms(i, q) / input.frames_per_epoch.max(1.0)
+                };
+                serve(q) + load
+            })
+            .min_by(f64::total_cmp)
+            .unwrap_or(f64::INFINITY)
+    })
 }
 
 fn over_limit(system: &System, plan: &Plan, j: ProcId) -> bool {

@@ -1,5 +1,6 @@
-//! Repair on a hand-checked instance: over a processor's N_j, the model
-//! that keeps another host is evicted before one that would be left without.
+//! Repair on hand-checked instances: over a processor's N_j, the model whose
+//! requests cost least elsewhere is evicted, and a model that could only be
+//! re-hosted by displacing another one is kept.
 
 use camdnn_policy::{repair, Plan, PlanInput, ProcId, System};
 
@@ -60,6 +61,7 @@ exec_ms = [8.0, 14.0, 21.0]
 load_ms = 6.0
 "#;
 
+/// a could only move to p1 by displacing b; b keeps p1 anyway, so b leaves p0.
 #[test]
 fn the_model_with_another_host_is_evicted_first() {
     let system = System::from_toml(SYSTEM).unwrap();
@@ -94,5 +96,107 @@ fn the_model_with_another_host_is_evicted_first() {
     assert!(fixed.resident(c, p0) && fixed.served_on(c, p0) == 3);
     assert!(!fixed.resident(b, p0), "b keeps p1, so b leaves p0");
     assert_eq!(fixed.served_on(b, p1), 5);
+    assert!(fixed.infeasibility(&system, &input).is_none());
+}
+
+const THREE_UNITS: &str = r#"
+name = "three"
+max_batch = 4
+
+[[processor]]
+name = "p0"
+kind = "cpu"
+max_resident = 2
+
+[[processor]]
+name = "p1"
+kind = "gpu"
+max_resident = 2
+
+[[processor]]
+name = "p2"
+kind = "dsp"
+max_resident = 2
+
+[[model]]
+name = "detector"
+
+[[model]]
+name = "x"
+parent = "detector"
+classes = ["x"]
+
+[[model]]
+name = "y"
+parent = "detector"
+classes = ["y"]
+
+[[model]]
+name = "z"
+parent = "detector"
+classes = ["z"]
+
+[profile.detector.p1]
+exec_ms = [10.0]
+load_ms = 5.0
+
+[profile.x.p0]
+exec_ms = [8.0, 14.0, 20.0, 26.0]
+load_ms = 6.0
+
+[profile.x.p1]
+exec_ms = [30.0, 55.0, 80.0, 100.0]
+load_ms = 6.0
+
+[profile.y.p0]
+exec_ms = [8.0, 14.0, 20.0, 26.0]
+load_ms = 6.0
+
+[profile.y.p2]
+exec_ms = [5.0, 9.0, 13.0, 17.0]
+load_ms = 6.0
+
+[profile.z.p0]
+exec_ms = [8.0, 14.0, 20.0, 26.0]
+load_ms = 6.0
+"#;
+
+/// Of two models that both keep another host, the one whose requests cost
+/// less there leaves, though it serves more here.
+#[test]
+fn the_model_cheapest_to_serve_elsewhere_is_evicted() {
+    let system = System::from_toml(THREE_UNITS).unwrap();
+    let id = |name: &str| system.model_by_name(name).unwrap();
+    let (det, x, y, z) = (id("detector"), id("x"), id("y"), id("z"));
+    let (p0, p1, p2) = (ProcId(0), ProcId(1), ProcId(2));
+    let np = system.num_processors();
+    let mut residency = vec![false; system.num_models() * np];
+    residency[det.0 * np + p1.0] = true;
+    let mut scene = vec![0; system.num_models()];
+    scene[x.0] = 3;
+    scene[y.0] = 4;
+    scene[z.0] = 3;
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &[0.0, 0.0, 0.0],
+        residency: &residency,
+        frames_per_epoch: 10.0,
+    };
+    // p0 holds two but gets x (2 here, 1 on the slow p1), y (3 here, 1 on
+    // the fast p2) and z (its only host).
+    let mut plan = Plan::empty(&system);
+    plan.set_resident(det, p1, true);
+    for (m, j, k) in [(x, p0, 2), (y, p0, 3), (z, p0, 3), (x, p1, 1), (y, p2, 1)] {
+        plan.set_resident(m, j, true);
+        plan.set_batches(m, j, k, 1);
+    }
+    let fixed = repair(&system, &input, &plan).unwrap();
+    assert!(
+        fixed.resident(x, p0),
+        "x would cost 55 ms on p1, y 13 ms on p2"
+    );
+    assert!(!fixed.resident(y, p0));
+    assert_eq!(fixed.served_on(y, p2), 4);
+    assert!(fixed.resident(z, p0) && fixed.served_on(z, p0) == 3);
     assert!(fixed.infeasibility(&system, &input).is_none());
 }
