@@ -68,24 +68,32 @@ fn training_is_deterministic_for_a_seed_and_learns() {
     assert!(svg.starts_with("<svg") && svg.contains("polyline"));
 }
 
-/// The per-pair term trains the quantity the expected-shares decoding reads:
-/// with it, the held-out error of each pair's expected requests is lower.
-#[test]
-fn the_pair_term_lowers_the_pair_requests_error() {
+/// Held-out metrics of two short runs on the same 400 demonstrations, the
+/// test config without and with the change `with` makes to it.
+fn metrics_without_and_with(
+    with: impl Fn(TrainConfig) -> TrainConfig,
+) -> [camdnn_policy::mlp::HeldoutMetrics; 2] {
     let dir = tempfile::tempdir().unwrap();
     small_demos(dir.path(), 5, 400);
     let system = System::from_toml(RB5).unwrap();
     let set = load_demos(dir.path(), RB5).unwrap();
-    let pair_mae = |share_weight: f64| {
-        let cfg = TrainConfig {
-            share_weight,
-            ..config(2, 40)
-        };
-        let out = train(&system, RB5, &set, &cfg, |_| {}).unwrap();
-        assert_eq!(out.model.config.share_weight, share_weight);
-        out.model.metrics.pair_requests_mae.unwrap()
-    };
-    let (without, with) = (pair_mae(0.0), pair_mae(2.0));
+    [config(2, 40), with(config(2, 40))].map(|cfg| {
+        train(&system, RB5, &set, &cfg, |_| {})
+            .unwrap()
+            .model
+            .metrics
+    })
+}
+
+/// The per-pair term trains the quantity the expected-shares decoding reads:
+/// with it, the held-out error of each pair's expected requests is lower.
+#[test]
+fn the_pair_term_lowers_the_pair_requests_error() {
+    let [without, with] = metrics_without_and_with(|c| TrainConfig {
+        share_weight: 2.0,
+        ..c
+    })
+    .map(|m| m.pair_requests_mae.unwrap());
     assert!(
         with < without,
         "pair requests MAE {without:.4} -> {with:.4}"
@@ -96,20 +104,11 @@ fn the_pair_term_lowers_the_pair_requests_error() {
 /// the held-out error of each processor's expected execution time is lower.
 #[test]
 fn the_work_term_lowers_the_processor_work_error() {
-    let dir = tempfile::tempdir().unwrap();
-    small_demos(dir.path(), 5, 400);
-    let system = System::from_toml(RB5).unwrap();
-    let set = load_demos(dir.path(), RB5).unwrap();
-    let work_mae = |work_weight: f64| {
-        let cfg = TrainConfig {
-            work_weight,
-            ..config(2, 40)
-        };
-        let out = train(&system, RB5, &set, &cfg, |_| {}).unwrap();
-        assert_eq!(out.model.config.work_weight, work_weight);
-        out.model.metrics.processor_work_mae.unwrap()
-    };
-    let (without, with) = (work_mae(0.0), work_mae(2.0));
+    let [without, with] = metrics_without_and_with(|c| TrainConfig {
+        work_weight: 2.0,
+        ..c
+    })
+    .map(|m| m.processor_work_mae.unwrap());
     assert!(
         with < without,
         "processor work MAE {without:.4} -> {with:.4}"
