@@ -30,6 +30,16 @@ impl PlanInput<'_> {
     pub fn was_resident(&self, system: &System, i: ModelId, j: ProcId) -> bool {
         self.residency[i.0 * system.num_processors() + j.0]
     }
+
+    /// What making model i resident on p_j costs per frame, ms: its load
+    /// amortised over the epoch's F frames, or nothing when it already is.
+    pub fn amortised_load_ms(&self, system: &System, i: ModelId, j: ProcId) -> f64 {
+        if self.was_resident(system, i, j) {
+            0.0
+        } else {
+            system.load_ms(i, j) / self.frames_per_epoch.max(1.0)
+        }
+    }
 }
 
 fn check_len(what: &'static str, got: usize, want: usize) -> Result<(), InputError> {
@@ -126,8 +136,8 @@ impl Plan {
                     w += b as f64 * system.exec_ms(i, j, k);
                 }
             }
-            if self.resident(i, j) && !input.was_resident(system, i, j) {
-                w += system.load_ms(i, j) / input.frames_per_epoch.max(1.0);
+            if self.resident(i, j) {
+                w += input.amortised_load_ms(system, i, j);
             }
         }
         w
@@ -500,8 +510,8 @@ fn costliest_batch(system: &System, plan: &Plan, i: ModelId) -> Option<(ProcId, 
 
 /// What evicting model i from j adds elsewhere, ms: its requests there
 /// served in full batches on its cheapest other host. Without another host,
-/// on the cheapest processor with room, counting the load (amortised over
-/// the epoch as `host_for` does) when i is not resident there already; with
+/// on the cheapest processor with room, counting the amortised load when i
+/// is not resident there already (as `host_for` does); with
 /// no room anywhere, infinite, since re-hosting it would displace another
 /// model.
 fn eviction_cost(system: &System, input: &PlanInput, plan: &Plan, i: ModelId, j: ProcId) -> f64 {
@@ -522,14 +532,7 @@ fn eviction_cost(system: &System, input: &PlanInput, plan: &Plan, i: ModelId, j:
         system
             .supporting(i)
             .filter(|&q| q != j && fits(system, plan, i, q))
-            .map(|q| {
-                let load = if input.was_resident(system, i, q) {
-                    0.0
-                } else {
-                    system.load_ms(i, q) / input.frames_per_epoch.max(1.0)
-                };
-                serve(q) + load
-            })
+            .map(|q| serve(q) + input.amortised_load_ms(system, i, q))
             .min_by(f64::total_cmp)
             .unwrap_or(f64::INFINITY)
     })
@@ -567,14 +570,7 @@ fn host_for(
     plan: &mut Plan,
     i: ModelId,
 ) -> Result<ProcId, Infeasible> {
-    let cost = |j: ProcId| {
-        let load = if input.was_resident(system, i, j) {
-            0.0
-        } else {
-            system.load_ms(i, j)
-        };
-        load / input.frames_per_epoch.max(1.0) + system.exec_ms(i, j, 1)
-    };
+    let cost = |j: ProcId| input.amortised_load_ms(system, i, j) + system.exec_ms(i, j, 1);
     let mut candidates: Vec<ProcId> = system.supporting(i).collect();
     candidates.sort_by(|&a, &b| cost(a).total_cmp(&cost(b)));
     if let Some(&j) = candidates.iter().find(|&&j| fits(system, plan, i, j)) {

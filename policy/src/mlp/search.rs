@@ -198,11 +198,7 @@ impl Search {
     }
 
     fn load(&self, system: &System, input: &PlanInput, i: usize, j: usize) -> f64 {
-        if input.was_resident(system, ModelId(i), ProcId(j)) {
-            0.0
-        } else {
-            system.load_ms(ModelId(i), ProcId(j)) / input.frames_per_epoch.max(1.0)
-        }
+        input.amortised_load_ms(system, ModelId(i), ProcId(j))
     }
 
     /// Rebuilds the batching tables if `system`'s timings changed since
