@@ -25,7 +25,7 @@ pub const PROB: &str = "prob";
 pub const COUNT: &str = "count";
 
 /// The decoding, as written into the sidecar.
-pub const DECODING: &str = "per slot model@proc#k: b_k = max(1, round(count)) capped at floor(r_i / k) when prob >= threshold, else 0; a(i,j) = 1 where any b_k(i,j) > 0, detector resident on its fastest processor; decoder counts: those b_k as they are; decoder shares: n(i,j) = sum_k k b_k(i,j), decoder expected_shares: sum_k k prob_k max(count_k, 0), read as request shares, rescaled to r_i by largest remainder after dropping hosts under min_share requests (unless the model's largest), each pair batched by its min-cost composition; then camdnn_policy::repair (always) and, if local_search, optimal re-batching per pair plus request moves between hosts, keeping the lower makespan";
+pub const DECODING: &str = "per slot model@proc#k: b_k = max(1, round(count)) capped at floor(r_i / k) when prob >= threshold, else 0; a(i,j) = 1 where any b_k(i,j) > 0, detector resident on its fastest processor; decoder counts: those b_k as they are; decoder shares: n(i,j) = sum_k k b_k(i,j), decoder expected_shares: sum_k k prob_k max(count_k, 0), read as request shares, rescaled to r_i after dropping hosts under min_share requests (unless the model's largest): each host its whole share, the requests left by rounding largest_remainder (largest fractional shares) or least_finish (one by one to the kept host whose processor would finish first with it: queued work, detector, batches, amortised loads), each pair batched by its min-cost composition; then camdnn_policy::repair (always) and, if local_search, optimal re-batching per pair plus request moves between hosts, keeping the lower makespan";
 
 /// Why export failed.
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +195,7 @@ pub fn sidecar(model: &TrainedModel, local_search: bool, system: &System) -> Sid
             threshold: 0.5,
             min_share: camdnn_policy::mlp::search::DEFAULT_MIN_SHARE,
             decoder: camdnn_policy::mlp::Decoding::default(),
+            rounding: camdnn_policy::mlp::search::Rounding::default(),
             decoding: DECODING.to_string(),
         },
         local_search,

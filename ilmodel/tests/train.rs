@@ -147,9 +147,10 @@ fn bad_options_and_other_systems_are_refused() {
 #[test]
 fn calibration_picks_the_decoding_on_the_training_split_only() {
     use camdnn_ilmodel::train::cli::{
-        calibration_candidates, run_calibrate, CalibrateArgs, MIN_SHARE_CANDIDATES,
+        calibration_candidates, run_calibrate, CalibrateArgs, DecoderChoice, MIN_SHARE_CANDIDATES,
     };
     use camdnn_ilmodel::train::{eval::fidelity, is_heldout};
+    use camdnn_policy::mlp::search::Rounding;
     use camdnn_policy::mlp::{Decoding, MlpPolicy};
     let dir = tempfile::tempdir().unwrap();
     let demos = dir.path().join("demos");
@@ -167,15 +168,23 @@ fn calibration_picks_the_decoding_on_the_training_split_only() {
     let bytes = std::fs::read(&onnx).unwrap();
     let calibrated = std::fs::read_to_string(&side).unwrap();
     let mut policy = MlpPolicy::new(&system, &bytes, &calibrated).unwrap();
-    let chosen = (
-        policy.sidecar().outputs.decoder,
-        policy.sidecar().outputs.min_share,
+    let chosen = DecoderChoice::of(&policy.sidecar().outputs);
+    assert!(
+        MIN_SHARE_CANDIDATES.contains(&chosen.min_share),
+        "{chosen:?}"
     );
-    assert!(MIN_SHARE_CANDIDATES.contains(&chosen.1), "{chosen:?}");
-    // Every decoding and every floor is tried.
+    // Every decoding, every floor and every rounding is tried.
     let candidates = calibration_candidates();
     for d in [Decoding::Counts, Decoding::Shares, Decoding::ExpectedShares] {
-        assert!(candidates.iter().any(|c| c.0 == d), "{d:?} not tried");
+        assert!(candidates.iter().any(|c| c.decoder == d), "{d:?} not tried");
+    }
+    for r in [Rounding::LargestRemainder, Rounding::LeastFinish] {
+        assert!(
+            candidates
+                .iter()
+                .any(|c| c.decoder == Decoding::ExpectedShares && c.rounding == r),
+            "{r:?} not tried"
+        );
     }
     assert!(candidates.contains(&chosen), "{chosen:?}");
     // No other candidate does better on the training split, and the loaded
@@ -187,9 +196,8 @@ fn calibration_picks_the_decoding_on_the_training_split_only() {
         .filter(|d| !is_heldout(t.seed, &d.scene, t.heldout_fraction))
         .collect();
     let as_loaded = fidelity(&system, &mut policy, &train_split).unwrap().mean;
-    let mean = |p: &mut MlpPolicy, (d, m): (Decoding, f64)| {
-        p.set_decoding(d);
-        p.set_min_share(m);
+    let mean = |p: &mut MlpPolicy, c: DecoderChoice| {
+        c.apply(p);
         fidelity(&system, p, &train_split).unwrap().mean
     };
     let best = mean(&mut policy, chosen);

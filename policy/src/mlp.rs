@@ -10,8 +10,9 @@
 //! the outputs into request shares w(i,j): by default the expected count
 //! sum_k k prob[s] count[s] (the network's sub-integer preferences kept),
 //! or n(i,j) = sum_k k b_k(i,j) of the thresholded counts; it rescales
-//! them to r_i and batches each pair by its min-cost composition
-//! ([`search::Search::by_weights`]). The plan then ALWAYS goes
+//! them to r_i (each host its whole share, the requests left by the
+//! sidecar's [`search::Rounding`]) and batches each pair by its min-cost
+//! composition ([`search::Search::by_weights`]). The plan then ALWAYS goes
 //! through [`crate::repair`] (every request served, N_j and budgets kept),
 //! and, when the sidecar enables it, through [`search::Search`] (optimal
 //! re-batching per pair and request moves between hosts), keeping whichever
@@ -93,6 +94,11 @@ pub struct OutputSpec {
     /// absent.
     #[serde(default)]
     pub decoder: Decoding,
+    /// How the share decodings give out the requests the hosts' whole
+    /// shares leave, chosen with the decoder by `ilmodel calibrate`; the
+    /// largest remainders when absent (as before it was a choice).
+    #[serde(default)]
+    pub rounding: search::Rounding,
     /// The decoding, in words.
     pub decoding: String,
 }
@@ -427,6 +433,7 @@ impl MlpPolicy {
         let net = OnnxMlp::load(onnx, encoding.num_features(), slots.len())?;
         let mut search = search::Search::new(system);
         search.set_min_share(min_share);
+        search.set_rounding(sidecar.outputs.rounding);
         Ok(MlpPolicy {
             name: format!("mlp({})", system.name),
             features: vec![0.0; encoding.num_features()],
@@ -466,6 +473,13 @@ impl MlpPolicy {
     /// `min_share` by default); `ilmodel calibrate` tries several.
     pub fn set_min_share(&mut self, min_share: f64) {
         self.search.set_min_share(min_share);
+    }
+
+    /// Sets how the share decodings give out the requests left after the
+    /// whole shares (the sidecar's `rounding` by default); `ilmodel
+    /// calibrate` tries each.
+    pub fn set_rounding(&mut self, rounding: search::Rounding) {
+        self.search.set_rounding(rounding);
     }
 
     /// Chooses how the network's outputs become a plan (default: the

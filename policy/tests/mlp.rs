@@ -2,7 +2,7 @@
 //! systems and broken files with a clear error, and its plans are always
 //! feasible (repair) and never worse with the local search than without.
 
-use camdnn_policy::mlp::search::Search;
+use camdnn_policy::mlp::search::{Rounding, Search};
 use camdnn_policy::mlp::{Decoding, MlpError, MlpPolicy};
 use camdnn_policy::{Detector, GlobalPolicy, ModelId, Plan, PlanInput, ProcId, System};
 use proptest::prelude::*;
@@ -82,6 +82,16 @@ fn split(scene: [u32; 4], weights: [[f64; 3]; 4]) -> (System, Plan) {
 
 /// [`split`] with a share floor of `min_share` requests.
 fn split_with_floor(scene: [u32; 4], weights: [[f64; 3]; 4], min_share: f64) -> (System, Plan) {
+    split_rounded(scene, weights, min_share, Rounding::LargestRemainder)
+}
+
+/// [`split_with_floor`] giving out the requests left by `rounding`.
+fn split_rounded(
+    scene: [u32; 4],
+    weights: [[f64; 3]; 4],
+    min_share: f64,
+    rounding: Rounding,
+) -> (System, Plan) {
     let system = rb5();
     let rem = [0.0; 3];
     let a_old = [false; 12];
@@ -94,6 +104,7 @@ fn split_with_floor(scene: [u32; 4], weights: [[f64; 3]; 4], min_share: f64) -> 
     let w: Vec<f64> = weights.iter().flatten().copied().collect();
     let mut search = Search::new(&system);
     search.set_min_share(min_share);
+    search.set_rounding(rounding);
     let plan = search
         .by_weights(&system, &input, &Plan::empty(&system), &w)
         .unwrap();
@@ -154,6 +165,64 @@ fn the_share_floor_drops_a_host_given_less_than_it() {
     // The model's largest host is never dropped, whatever the floor.
     let (system, plan) = split_with_floor([0, 1, 0, 0], weights, 5.0);
     assert_eq!(served(&system, &plan, 1), vec![0, 0, 1]);
+}
+
+#[test]
+fn least_finish_rounding_gives_the_request_left_to_the_host_that_finishes_first() {
+    // 9 inception_v1 requests weighted 1.6 : 7.4 between GPU and DSP: whole
+    // shares 1 and 7, one request left. The largest remainder (0.6 > 0.4)
+    // gives it to the GPU: 2 there, 7 on the DSP. By finish time (the
+    // detector ends at 27 ms on the CPU; loads amortised over 70 frames) the
+    // GPU would end at 27 + 56.0 + 506/70 = 90.2 ms, the DSP with 8 (5 + 3:
+    // 14.8 + 10.4) at 27 + 25.2 + 278/70 = 56.2 ms: the DSP takes it, and
+    // the plan's makespan drops from 90.2 to the GPU's 27 + 29.5 + 7.2 =
+    // 63.7 ms.
+    let weights = [[0.0; 3], [0.0, 1.6, 7.4], [0.0; 3], [0.0; 3]];
+    let scene = [0, 9, 0, 0];
+    let (system, plan) = split_rounded(scene, weights, 0.5, Rounding::LargestRemainder);
+    assert_eq!(served(&system, &plan, 1), vec![0, 2, 7]);
+    let (system, least) = split_rounded(scene, weights, 0.5, Rounding::LeastFinish);
+    assert_eq!(served(&system, &least, 1), vec![0, 1, 8]);
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &[0.0; 3],
+        residency: &[false; 12],
+        frames_per_epoch: 70.0,
+    };
+    let det = Detector::fastest(&system);
+    let ms = |p: &Plan| p.makespan_ms(&system, &input, det);
+    assert!((ms(&plan) - 90.2).abs() < 0.1, "{}", ms(&plan));
+    assert!((ms(&least) - 63.7).abs() < 0.1, "{}", ms(&least));
+    // It only chooses among the hosts the weights kept: a model on one host
+    // stays there whatever another unit would cost.
+    let (system, plan) = split_rounded(
+        [0, 3, 0, 0],
+        [[0.0; 3], [0.0, 1.0, 0.0], [0.0; 3], [0.0; 3]],
+        0.5,
+        Rounding::LeastFinish,
+    );
+    assert_eq!(served(&system, &plan, 1), vec![0, 3, 0]);
+}
+
+#[test]
+fn the_sidecar_rounding_is_read_and_defaults_to_largest_remainder() {
+    let system = rb5();
+    let side: serde_json::Value = serde_json::from_str(SIDECAR).unwrap();
+    let mut absent = side.clone();
+    absent["outputs"]
+        .as_object_mut()
+        .unwrap()
+        .remove("rounding");
+    let p = MlpPolicy::new(&system, ONNX, &absent.to_string()).unwrap();
+    assert_eq!(p.sidecar().outputs.rounding, Rounding::LargestRemainder);
+    let mut least = side.clone();
+    least["outputs"]["rounding"] = serde_json::json!("least_finish");
+    let p = MlpPolicy::new(&system, ONNX, &least.to_string()).unwrap();
+    assert_eq!(p.sidecar().outputs.rounding, Rounding::LeastFinish);
+    let mut bad = side.clone();
+    bad["outputs"]["rounding"] = serde_json::json!("nearest");
+    let err = MlpPolicy::new(&system, ONNX, &bad.to_string()).unwrap_err();
+    assert!(err.to_string().contains("nearest"), "{err}");
 }
 
 #[test]
@@ -247,11 +316,13 @@ proptest! {
         (r, rem, a_old, f) in inputs(),
         search in any::<bool>(),
         decoding in prop_oneof![Just(Decoding::Counts), Just(Decoding::Shares), Just(Decoding::ExpectedShares)],
+        rounding in prop_oneof![Just(Rounding::LargestRemainder), Just(Rounding::LeastFinish)],
     ) {
         let system = rb5();
         let mut policy = MlpPolicy::new(&system, ONNX, SIDECAR).unwrap();
         policy.set_local_search(search);
         policy.set_decoding(decoding);
+        policy.set_rounding(rounding);
         let scene = [0, r[0], r[1], r[2]];
         let input = PlanInput { scene: &scene, rem_ms: &rem, residency: &a_old, frames_per_epoch: f };
         let plan = policy.plan(&system, &input);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use camdnn_policy::mlp::search::Rounding;
 use camdnn_policy::mlp::{Decoding, MlpPolicy};
 use camdnn_policy::System;
 use clap::Args;
@@ -131,24 +132,77 @@ pub const MIN_SHARE_CANDIDATES: [f64; 6] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5];
 /// reads it).
 pub const CALIBRATED_LABEL: &str = "MLP alone as calibrated";
 
-/// What `ilmodel calibrate` tries: each share decoding with every floor of
-/// [`MIN_SHARE_CANDIDATES`], and the thresholded counts (which have no
-/// floor; the sidecar keeps the first floor for them).
-pub fn calibration_candidates() -> Vec<(Decoding, f64)> {
-    [Decoding::ExpectedShares, Decoding::Shares]
-        .into_iter()
-        .flat_map(|d| MIN_SHARE_CANDIDATES.map(|m| (d, m)))
-        .chain([(Decoding::Counts, MIN_SHARE_CANDIDATES[0])])
-        .collect()
+/// One way the sidecar can decode: the decoding, its share floor and its
+/// rounding (the last two only matter to the share decodings).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DecoderChoice {
+    /// How the outputs become request shares.
+    pub decoder: Decoding,
+    /// The share floor, requests.
+    pub min_share: f64,
+    /// Who gets the requests the whole shares leave.
+    pub rounding: Rounding,
 }
 
-/// A decoding and share floor in words, as `calibrate` and `eval` print them.
-pub fn decoder_label(decoder: Decoding, min_share: f64) -> String {
-    match decoder {
-        Decoding::Counts => "decoder counts".to_string(),
-        Decoding::Shares => format!("decoder shares, min_share {min_share:.2}"),
-        Decoding::ExpectedShares => format!("decoder expected_shares, min_share {min_share:.2}"),
+impl DecoderChoice {
+    /// The choice a sidecar carries.
+    pub fn of(outputs: &camdnn_policy::mlp::OutputSpec) -> Self {
+        DecoderChoice {
+            decoder: outputs.decoder,
+            min_share: outputs.min_share,
+            rounding: outputs.rounding,
+        }
     }
+
+    /// Sets it on `policy`.
+    pub fn apply(&self, policy: &mut MlpPolicy) {
+        policy.set_decoding(self.decoder);
+        policy.set_min_share(self.min_share);
+        policy.set_rounding(self.rounding);
+    }
+
+    /// In words, as `calibrate` and `eval` print it.
+    pub fn label(&self) -> String {
+        let rounding = match self.rounding {
+            Rounding::LargestRemainder => "largest_remainder",
+            Rounding::LeastFinish => "least_finish",
+        };
+        let m = self.min_share;
+        match self.decoder {
+            Decoding::Counts => "decoder counts".to_string(),
+            Decoding::Shares => format!("decoder shares, min_share {m:.2}, rounding {rounding}"),
+            Decoding::ExpectedShares => {
+                format!("decoder expected_shares, min_share {m:.2}, rounding {rounding}")
+            }
+        }
+    }
+}
+
+/// What `ilmodel calibrate` tries: each share decoding with every floor of
+/// [`MIN_SHARE_CANDIDATES`] and each [`Rounding`], and the thresholded
+/// counts (which have neither; the sidecar keeps the first floor and the
+/// default rounding for them).
+pub fn calibration_candidates() -> Vec<DecoderChoice> {
+    let shares = [Decoding::ExpectedShares, Decoding::Shares]
+        .into_iter()
+        .flat_map(|decoder| {
+            [Rounding::LeastFinish, Rounding::LargestRemainder]
+                .into_iter()
+                .flat_map(move |rounding| {
+                    MIN_SHARE_CANDIDATES.map(|min_share| DecoderChoice {
+                        decoder,
+                        min_share,
+                        rounding,
+                    })
+                })
+        });
+    shares
+        .chain([DecoderChoice {
+            decoder: Decoding::Counts,
+            min_share: MIN_SHARE_CANDIDATES[0],
+            rounding: Rounding::default(),
+        }])
+        .collect()
 }
 
 fn read_system(path: &Path) -> Result<(String, System)> {
@@ -291,9 +345,14 @@ pub fn run_eval(args: &EvalArgs) -> Result<()> {
     if held.is_empty() {
         bail!("no {split} demonstrations to evaluate on");
     }
-    let own = policy.sidecar().outputs.decoder;
-    let own_label = decoder_label(own, policy.sidecar().outputs.min_share);
-    for (label, decoding, search) in [
+    let own = DecoderChoice::of(&policy.sidecar().outputs);
+    let own_label = own.label();
+    let with = |decoder, rounding| DecoderChoice {
+        decoder,
+        rounding,
+        ..own
+    };
+    for (label, choice, search) in [
         (
             format!("{CALIBRATED_LABEL} ({own_label}) + repair"),
             own,
@@ -301,17 +360,22 @@ pub fn run_eval(args: &EvalArgs) -> Result<()> {
         ),
         (
             "MLP (thresholded counts) + repair".to_string(),
-            Decoding::Counts,
+            with(Decoding::Counts, own.rounding),
             false,
         ),
         (
             "MLP (share decoding) + repair".to_string(),
-            Decoding::Shares,
+            with(Decoding::Shares, own.rounding),
             false,
         ),
         (
             "MLP (expected shares) + repair".to_string(),
-            Decoding::ExpectedShares,
+            with(Decoding::ExpectedShares, own.rounding),
+            false,
+        ),
+        (
+            "MLP (expected shares, rounding largest_remainder) + repair".to_string(),
+            with(Decoding::ExpectedShares, Rounding::LargestRemainder),
             false,
         ),
         (
@@ -320,7 +384,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<()> {
             true,
         ),
     ] {
-        policy.set_decoding(decoding);
+        choice.apply(&mut policy);
         policy.set_local_search(search);
         let start = Instant::now();
         let f = eval::fidelity(&system, &mut policy, &held)?;
@@ -381,25 +445,25 @@ pub fn run_calibrate(args: &CalibrateArgs) -> Result<()> {
         .filter(|d| !is_heldout(t.seed, &d.scene, t.heldout_fraction))
         .collect();
     policy.set_local_search(false);
-    let mut best: Option<(Decoding, f64, f64)> = None;
-    for (decoder, m) in calibration_candidates() {
-        policy.set_decoding(decoder);
-        policy.set_min_share(m);
+    let mut best: Option<(DecoderChoice, f64)> = None;
+    for choice in calibration_candidates() {
+        choice.apply(&mut policy);
         let f = eval::fidelity(&system, &mut policy, &train_split)?;
         println!(
             "{}: MLP alone on {} training instances, extra latency over the ILP mean {:.3}%, p99 {:.3}%",
-            decoder_label(decoder, m),
+            choice.label(),
             f.instances,
             f.mean * 100.0,
             f.p99 * 100.0
         );
-        if best.is_none_or(|b| f.mean < b.2 - 1e-12) {
-            best = Some((decoder, m, f.mean));
+        if best.is_none_or(|b| f.mean < b.1 - 1e-12) {
+            best = Some((choice, f.mean));
         }
     }
-    let (decoder, m, mean) = best.context("no decoding was evaluated")?;
-    side.outputs.decoder = decoder;
-    side.outputs.min_share = m;
+    let (choice, mean) = best.context("no decoding was evaluated")?;
+    side.outputs.decoder = choice.decoder;
+    side.outputs.min_share = choice.min_share;
+    side.outputs.rounding = choice.rounding;
     side.outputs.decoding = export::DECODING.to_string();
     let json = serde_json::to_string_pretty(&side)? + "\n";
     MlpPolicy::new(&system, &onnx, &json).context("the calibrated sidecar does not load back")?;
@@ -407,7 +471,7 @@ pub fn run_calibrate(args: &CalibrateArgs) -> Result<()> {
         .with_context(|| format!("writing {}", args.sidecar.display()))?;
     println!(
         "chose {} (training split mean {:.3}%); wrote {}",
-        decoder_label(decoder, m),
+        choice.label(),
         mean * 100.0,
         args.sidecar.display()
     );

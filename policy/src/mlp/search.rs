@@ -38,6 +38,22 @@ pub struct Search {
     generation: u64,
     /// Share floor of [`Search::by_weights`], requests.
     min_share: f64,
+    /// How [`Search::by_weights`] gives out the requests its floor shares leave.
+    rounding: Rounding,
+}
+
+/// How [`Search::by_weights`] gives out the requests left after each host's
+/// whole share (the floor of r_i w(i,j) / sum w).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rounding {
+    /// To the hosts with the largest fractional shares.
+    #[default]
+    LargestRemainder,
+    /// One by one, to the host whose processor would finish first with it:
+    /// a fraction of a request never costs a slow unit a batch and a load
+    /// the model's other host takes for a few ms.
+    LeastFinish,
 }
 
 impl Search {
@@ -75,6 +91,7 @@ impl Search {
             mem: vec![0.0; np],
             generation: system.generation(),
             min_share: DEFAULT_MIN_SHARE,
+            rounding: Rounding::default(),
         }
     }
 
@@ -84,6 +101,13 @@ impl Search {
     /// calibrated on its training demonstrations.
     pub fn set_min_share(&mut self, min_share: f64) {
         self.min_share = min_share;
+    }
+
+    /// Sets how [`Search::by_weights`] gives out the requests the whole
+    /// shares leave ([`Rounding`]); a learned policy's sidecar carries the
+    /// one calibrated on its training demonstrations.
+    pub fn set_rounding(&mut self, rounding: Rounding) {
+        self.rounding = rounding;
     }
 
     /// Share decoding: reads n(i,j) = sum_k k b_k(i,j) of a raw plan as
@@ -98,11 +122,12 @@ impl Search {
 
     /// Decodes non-negative request weights w(i,j) (row-major, model by
     /// processor) into a plan: each model's r_i requests are split in
-    /// proportion to its weights (largest remainder, after dropping hosts
-    /// whose share is under the floor, half a request unless set by
-    /// [`Search::set_min_share`]; a model with no weight keeps none, for
-    /// repair to place), and every pair is batched by its
-    /// min-cost composition. Residency follows the batches, plus `roots`'
+    /// proportion to its weights (after dropping hosts whose share is under
+    /// the floor, half a request unless set by [`Search::set_min_share`];
+    /// each kept host gets its whole share, the requests left go by
+    /// [`Search::set_rounding`]; a model with no weight keeps none, for
+    /// repair to place), and every pair is batched by its min-cost
+    /// composition. Residency follows the batches, plus `roots`'
     /// residency of the root models. `None` beyond the tables.
     pub fn by_weights(
         &self,
@@ -123,9 +148,11 @@ impl Search {
                 out.set_resident(r, j, roots.resident(r, j));
             }
         }
-        if self.np > 16 {
-            return None;
-        }
+        // Each model's floor shares, and its hosts left after the floor.
+        let mut shares = vec![0u32; self.nm * self.np];
+        let mut kept = vec![0.0f64; self.nm * self.np];
+        let mut left = vec![0u32; self.nm];
+        let mut rest = vec![0.0f64; self.nm * self.np];
         for i in system.request_models() {
             let want = input.scene[i.0];
             if want as usize > MAX_REQUESTS {
@@ -149,40 +176,37 @@ impl Search {
             let top = (0..self.np)
                 .max_by(|&a, &b| raw_w(a).total_cmp(&raw_w(b)).then(b.cmp(&a)))
                 .expect("n_p >= 1");
-            let w = |j: usize| {
-                if j == top || want as f64 * raw_w(j) / raw_total >= self.min_share {
-                    raw_w(j)
-                } else {
-                    0.0
-                }
-            };
-            let total: f64 = (0..self.np).map(w).sum();
-            // Largest remainder over at most n_p hosts, without allocating.
-            let mut given = 0u32;
-            let mut share = [0u32; 16];
-            let mut rest = [0.0f64; 16];
             for j in 0..self.np {
-                let exact = want as f64 * w(j) / total;
-                share[j] = exact.floor() as u32;
-                rest[j] = exact - exact.floor();
-                given += share[j];
+                if j == top || want as f64 * raw_w(j) / raw_total >= self.min_share {
+                    kept[i.0 * self.np + j] = raw_w(j);
+                }
             }
-            while given < want {
-                let j = (0..self.np)
-                    .filter(|&j| w(j) > 0.0)
-                    .max_by(|&a, &b| rest[a].total_cmp(&rest[b]).then(b.cmp(&a)))
-                    .expect("total > 0 implies a host");
-                share[j] += 1;
-                rest[j] = -1.0;
-                given += 1;
+            let total: f64 = (0..self.np).map(|j| kept[i.0 * self.np + j]).sum();
+            let mut given = 0u32;
+            for j in 0..self.np {
+                let x = i.0 * self.np + j;
+                let exact = want as f64 * kept[x] / total;
+                shares[x] = exact.floor() as u32;
+                rest[x] = exact - exact.floor();
+                given += shares[x];
             }
+            left[i.0] = want - given;
+        }
+        match self.rounding {
+            Rounding::LargestRemainder => {
+                self.round_by_remainder(system, &kept, &left, &mut rest, &mut shares)
+            }
+            Rounding::LeastFinish => self.round_by_finish(system, input, &kept, &left, &mut shares),
+        }
+        for i in system.request_models() {
             for j in system.proc_ids() {
-                if share[j.0] == 0 {
+                let x = i.0 * self.np + j.0;
+                if shares[x] == 0 {
                     continue;
                 }
                 out.set_resident(i, j, true);
-                let base = (i.0 * self.np + j.0) * (MAX_REQUESTS + 1);
-                let mut n = share[j.0] as usize;
+                let base = x * (MAX_REQUESTS + 1);
+                let mut n = shares[x] as usize;
                 while n > 0 {
                     let k = self.last[base + n] as usize;
                     out.set_batches(i, j, k, out.batches(i, j, k) + 1);
@@ -191,6 +215,75 @@ impl Search {
             }
         }
         Some(out)
+    }
+
+    /// [`Rounding::LargestRemainder`]: gives each model's `left` requests to
+    /// the hosts it `kept` with the largest fractional shares `rest`.
+    fn round_by_remainder(
+        &self,
+        system: &System,
+        kept: &[f64],
+        left: &[u32],
+        rest: &mut [f64],
+        shares: &mut [u32],
+    ) {
+        for i in system.request_models() {
+            let x = |j: usize| i.0 * self.np + j;
+            for _ in 0..left[i.0] {
+                let j = (0..self.np)
+                    .filter(|&j| kept[x(j)] > 0.0)
+                    .max_by(|&a, &b| rest[x(a)].total_cmp(&rest[x(b)]).then(b.cmp(&a)))
+                    .expect("a request left implies a kept host");
+                shares[x(j)] += 1;
+                rest[x(j)] = -1.0;
+            }
+        }
+    }
+
+    /// [`Rounding::LeastFinish`]: gives each model's `left` requests, one at
+    /// a time, to the host among those it `kept` whose processor would
+    /// finish first with it (queued work, the detector, the floor shares'
+    /// batches and amortised loads), as the makespan counts them.
+    fn round_by_finish(
+        &self,
+        system: &System,
+        input: &PlanInput,
+        kept: &[f64],
+        left: &[u32],
+        shares: &mut [u32],
+    ) {
+        let np = self.np;
+        let d = detector_done_ms(system, input);
+        let mut finish: Vec<f64> = input.rem_ms.iter().map(|r| r.max(d)).collect();
+        let added = |i: usize, j: usize, n: u32| {
+            self.pair_cost(i, j, n + 1) - self.pair_cost(i, j, n)
+                + if n == 0 {
+                    self.load(system, input, i, j)
+                } else {
+                    0.0
+                }
+        };
+        for i in system.request_models() {
+            for j in 0..np {
+                let n = shares[i.0 * np + j];
+                if n > 0 {
+                    finish[j] += self.pair_cost(i.0, j, n) + self.load(system, input, i.0, j);
+                }
+            }
+        }
+        for i in system.request_models() {
+            for _ in 0..left[i.0] {
+                let after = |j: usize| finish[j] + added(i.0, j, shares[i.0 * np + j]);
+                let Some(j) = (0..np)
+                    .filter(|&j| kept[i.0 * np + j] > 0.0)
+                    .min_by(|&a, &b| after(a).total_cmp(&after(b)).then(a.cmp(&b)))
+                else {
+                    return;
+                };
+                finish[j] = after(j);
+                shares[i.0 * np + j] += 1;
+            }
+        }
     }
 
     fn pair_cost(&self, i: usize, j: usize, n: u32) -> f64 {
@@ -205,9 +298,10 @@ impl Search {
     /// (live estimates: [`System::set_pair_timings`]).
     pub fn refresh(&mut self, system: &System) {
         if system.generation() != self.generation {
-            let min_share = self.min_share;
+            let (min_share, rounding) = (self.min_share, self.rounding);
             *self = Search::new(system);
             self.min_share = min_share;
+            self.rounding = rounding;
         }
     }
 
@@ -225,8 +319,7 @@ impl Search {
         {
             return None;
         }
-        let det = Detector::fastest(system);
-        let d = input.rem_ms[det.proc.0] + det.exec_ms;
+        let d = detector_done_ms(system, input);
         let np = self.np;
         for j in 0..np {
             self.ready[j] = input.rem_ms[j].max(d);
@@ -403,6 +496,13 @@ impl Search {
             self.mem[dst.0] += system.size_mb(i, dst);
         }
     }
+}
+
+/// When the frame's detector ends on its fastest processor, after the work
+/// queued there: no request can start before (the makespan's first term).
+fn detector_done_ms(system: &System, input: &PlanInput) -> f64 {
+    let det = Detector::fastest(system);
+    input.rem_ms[det.proc.0] + det.exec_ms
 }
 
 /// Strictly better in (makespan, total finish), with a tolerance so float
