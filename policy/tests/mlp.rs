@@ -205,6 +205,39 @@ fn least_finish_rounding_gives_the_request_left_to_the_host_that_finishes_first(
 }
 
 #[test]
+fn least_finish_places_the_request_that_would_end_latest_first() {
+    // squeezenet: 2 requests weighted 0.5 : 1 (CPU : GPU), whole shares
+    // 0 and 1, one left; mobilenet_v1: 1 request at 1 : 1, one left. The
+    // detector ends at 27 ms; loads are amortised over 70 frames. The GPU
+    // starts at 27 + 15.2 + 300/70 = 46.5 ms with squeezenet's whole share.
+    // squeezenet's request ends first on the CPU (27 + 13 + 0.3 = 40.3,
+    // GPU 49.5), mobilenet's too (27 + 16 + 0.7 = 43.7, GPU 27 + 13.5 +
+    // 6.0 = 46.5). Taken in model order, squeezenet gets the CPU and
+    // mobilenet follows it there (56.95 ms). The later of the two earliest
+    // finishes (mobilenet's 43.7) goes first: the CPU ends at 43.7 and
+    // squeezenet's request goes to the GPU, which ends at 49.5 ms.
+    let weights = [[0.0; 3], [0.0; 3], [0.5, 1.0, 0.0], [1.0, 1.0, 0.0]];
+    let scene = [0, 0, 2, 1];
+    let (system, plan) = split_rounded(scene, weights, 0.5, Rounding::LeastFinish);
+    assert_eq!(served(&system, &plan, 2), vec![0, 2, 0]);
+    assert_eq!(served(&system, &plan, 3), vec![1, 0, 0]);
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &[0.0; 3],
+        residency: &[false; 12],
+        frames_per_epoch: 70.0,
+    };
+    let det = Detector::fastest(&system);
+    let ms = plan.makespan_ms(&system, &input, det);
+    assert!((ms - 49.49).abs() < 0.01, "{ms}");
+    // The largest remainder puts both on the CPU.
+    let (system, plan) = split_rounded(scene, weights, 0.5, Rounding::LargestRemainder);
+    assert_eq!(served(&system, &plan, 2), vec![1, 1, 0]);
+    assert_eq!(served(&system, &plan, 3), vec![1, 0, 0]);
+    assert!((plan.makespan_ms(&system, &input, det) - 56.95).abs() < 0.01);
+}
+
+#[test]
 fn the_sidecar_rounding_is_read_and_defaults_to_largest_remainder() {
     let system = rb5();
     let side: serde_json::Value = serde_json::from_str(SIDECAR).unwrap();

@@ -50,9 +50,10 @@ pub enum Rounding {
     /// To the hosts with the largest fractional shares.
     #[default]
     LargestRemainder,
-    /// One by one, to the host whose processor would finish first with it:
-    /// a fraction of a request never costs a slow unit a batch and a load
-    /// the model's other host takes for a few ms.
+    /// One by one, to the host whose processor would finish first with it,
+    /// the request whose earliest finish is latest first (the max-min
+    /// heuristic): a fraction of a request never costs a slow unit a batch
+    /// and a load the model's other host takes for a few ms.
     LeastFinish,
 }
 
@@ -242,8 +243,9 @@ impl Search {
 
     /// [`Rounding::LeastFinish`]: gives each model's `left` requests, one at
     /// a time, to the host among those it `kept` whose processor would
-    /// finish first with it (queued work, the detector, the floor shares'
-    /// batches and amortised loads), as the makespan counts them.
+    /// finish first with it (queued work, the detector, the whole shares'
+    /// batches and amortised loads, as the makespan counts them), in
+    /// max-min order.
     fn round_by_finish(
         &self,
         system: &System,
@@ -271,18 +273,34 @@ impl Search {
                 }
             }
         }
-        for i in system.request_models() {
-            for _ in 0..left[i.0] {
+        // Max-min: of every model's next request at its earliest-finishing
+        // kept host, the one that still finishes latest goes first; the
+        // requests that are hard to place anywhere set the makespan, and
+        // the easy ones fill in around them.
+        let mut left = left.to_vec();
+        loop {
+            let mut pick: Option<(usize, usize, f64)> = None;
+            for i in system.request_models() {
+                if left[i.0] == 0 {
+                    continue;
+                }
                 let after = |j: usize| finish[j] + added(i.0, j, shares[i.0 * np + j]);
                 let Some(j) = (0..np)
                     .filter(|&j| kept[i.0 * np + j] > 0.0)
                     .min_by(|&a, &b| after(a).total_cmp(&after(b)).then(a.cmp(&b)))
                 else {
-                    return;
+                    continue;
                 };
-                finish[j] = after(j);
-                shares[i.0 * np + j] += 1;
+                if pick.is_none_or(|(_, _, latest)| after(j) > latest) {
+                    pick = Some((i.0, j, after(j)));
+                }
             }
+            let Some((i, j, end)) = pick else {
+                return;
+            };
+            finish[j] = end;
+            shares[i * np + j] += 1;
+            left[i] -= 1;
         }
     }
 
