@@ -86,7 +86,7 @@ HIDDEN=${HIDDEN:-128,128}
     --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
-# The decoding and its share floor, chosen on the training split only.
+# The decoding, its share floor and its rounding, chosen on the training split only.
 "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
