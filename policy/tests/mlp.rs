@@ -93,14 +93,7 @@ fn split_rounded(
     rounding: Rounding,
 ) -> (System, Plan) {
     let system = rb5();
-    let rem = [0.0; 3];
-    let a_old = [false; 12];
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &rem,
-        residency: &a_old,
-        frames_per_epoch: 70.0,
-    };
+    let input = idle_input(&scene);
     let w: Vec<f64> = weights.iter().flatten().copied().collect();
     let mut search = Search::new(&system);
     search.set_min_share(min_share);
@@ -109,6 +102,22 @@ fn split_rounded(
         .by_weights(&system, &input, &Plan::empty(&system), &w)
         .unwrap();
     (system, plan)
+}
+
+/// `scene` on rb5's idle units with nothing resident, loads amortised over
+/// 70 frames: what [`split_rounded`] decodes for.
+fn idle_input(scene: &[u32; 4]) -> PlanInput<'_> {
+    PlanInput {
+        scene,
+        rem_ms: &[0.0; 3],
+        residency: &[false; 12],
+        frames_per_epoch: 70.0,
+    }
+}
+
+/// `plan`'s makespan for [`idle_input`].
+fn idle_makespan(system: &System, scene: &[u32; 4], plan: &Plan) -> f64 {
+    plan.makespan_ms(system, &idle_input(scene), Detector::fastest(system))
 }
 
 fn served(system: &System, plan: &Plan, i: usize) -> Vec<u32> {
@@ -183,14 +192,7 @@ fn least_finish_rounding_gives_the_request_left_to_the_host_that_finishes_first(
     assert_eq!(served(&system, &plan, 1), vec![0, 2, 7]);
     let (system, least) = split_rounded(scene, weights, 0.5, Rounding::LeastFinish);
     assert_eq!(served(&system, &least, 1), vec![0, 1, 8]);
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &[0.0; 3],
-        residency: &[false; 12],
-        frames_per_epoch: 70.0,
-    };
-    let det = Detector::fastest(&system);
-    let ms = |p: &Plan| p.makespan_ms(&system, &input, det);
+    let ms = |p: &Plan| idle_makespan(&system, &scene, p);
     assert!((ms(&plan) - 90.2).abs() < 0.1, "{}", ms(&plan));
     assert!((ms(&least) - 63.7).abs() < 0.1, "{}", ms(&least));
     // It only chooses among the hosts the weights kept: a model on one host
@@ -221,20 +223,13 @@ fn least_finish_places_the_request_that_would_end_latest_first() {
     let (system, plan) = split_rounded(scene, weights, 0.5, Rounding::LeastFinish);
     assert_eq!(served(&system, &plan, 2), vec![0, 2, 0]);
     assert_eq!(served(&system, &plan, 3), vec![1, 0, 0]);
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &[0.0; 3],
-        residency: &[false; 12],
-        frames_per_epoch: 70.0,
-    };
-    let det = Detector::fastest(&system);
-    let ms = plan.makespan_ms(&system, &input, det);
+    let ms = idle_makespan(&system, &scene, &plan);
     assert!((ms - 49.49).abs() < 0.01, "{ms}");
     // The largest remainder puts both on the CPU.
     let (system, plan) = split_rounded(scene, weights, 0.5, Rounding::LargestRemainder);
     assert_eq!(served(&system, &plan, 2), vec![1, 1, 0]);
     assert_eq!(served(&system, &plan, 3), vec![1, 0, 0]);
-    assert!((plan.makespan_ms(&system, &input, det) - 56.95).abs() < 0.01);
+    assert!((idle_makespan(&system, &scene, &plan) - 56.95).abs() < 0.01);
 }
 
 #[test]
