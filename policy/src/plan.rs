@@ -332,23 +332,25 @@ pub fn repair(system: &System, input: &PlanInput, plan: &Plan) -> Result<Plan, I
     // to serve elsewhere (`eviction_cost`), preferring idle and new models.
     for j in system.proc_ids() {
         while over_limit(system, &out, j) {
-            let victim = system
+            // Each candidate's key once: (root, eviction cost, served here,
+            // was resident), the least evicted; the first of equals.
+            let (_, victim) = system
                 .model_ids()
                 .filter(|&i| out.resident(i, j))
-                .min_by(|&a, &b| {
-                    let key = |i: ModelId| {
-                        (
-                            system.models[i.0].parent.is_none(),
-                            eviction_cost(system, input, &out, i, j),
-                            out.served_on(i, j),
-                            input.was_resident(system, i, j),
-                        )
-                    };
-                    let (ka, kb) = (key(a), key(b));
-                    ka.0.cmp(&kb.0)
-                        .then(ka.1.total_cmp(&kb.1))
-                        .then(ka.2.cmp(&kb.2))
-                        .then(ka.3.cmp(&kb.3))
+                .map(|i| {
+                    let key = (
+                        system.models[i.0].parent.is_none(),
+                        eviction_cost(system, input, &out, i, j),
+                        out.served_on(i, j),
+                        input.was_resident(system, i, j),
+                    );
+                    (key, i)
+                })
+                .min_by(|(a, _), (b, _)| {
+                    a.0.cmp(&b.0)
+                        .then(a.1.total_cmp(&b.1))
+                        .then(a.2.cmp(&b.2))
+                        .then(a.3.cmp(&b.3))
                 })
                 .expect("over the limit implies a resident model");
             unplace(system, &mut out, victim, j);

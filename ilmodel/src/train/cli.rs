@@ -154,6 +154,13 @@ impl DecoderChoice {
         }
     }
 
+    /// Writes it into a sidecar's outputs (the inverse of [`DecoderChoice::of`]).
+    pub fn write_to(&self, outputs: &mut camdnn_policy::mlp::OutputSpec) {
+        outputs.decoder = self.decoder;
+        outputs.min_share = self.min_share;
+        outputs.rounding = self.rounding;
+    }
+
     /// Sets it on `policy`.
     pub fn apply(&self, policy: &mut MlpPolicy) {
         policy.set_decoding(self.decoder);
@@ -461,9 +468,7 @@ pub fn run_calibrate(args: &CalibrateArgs) -> Result<()> {
         }
     }
     let (choice, mean) = best.context("no decoding was evaluated")?;
-    side.outputs.decoder = choice.decoder;
-    side.outputs.min_share = choice.min_share;
-    side.outputs.rounding = choice.rounding;
+    choice.write_to(&mut side.outputs);
     side.outputs.decoding = export::DECODING.to_string();
     let json = serde_json::to_string_pretty(&side)? + "\n";
     MlpPolicy::new(&system, &onnx, &json).context("the calibrated sidecar does not load back")?;
