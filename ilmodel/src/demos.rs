@@ -663,7 +663,7 @@ fn solve_chunk(
 ) -> Result<(), DemoError> {
     let options = OracleOptions {
         time_limit_s: config.time_limit_s,
-        tie_break: true,
+        ..OracleOptions::default()
     };
     let mut demos = String::new();
     let mut times = String::new();

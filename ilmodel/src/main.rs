@@ -115,6 +115,10 @@ struct Instance {
     /// keep idle residents or waste work off the critical processor).
     #[arg(long)]
     no_tie_break: bool,
+    /// Start HiGHS from scratch instead of from the greedy planner's plan
+    /// (T is the same; only the solve time differs).
+    #[arg(long)]
+    no_warm_start: bool,
 }
 
 #[derive(Args)]
@@ -412,6 +416,7 @@ fn run_solve(inst: &Instance) -> Result<()> {
     let options = OracleOptions {
         time_limit_s: inst.time_limit_s,
         tie_break: !inst.no_tie_break,
+        warm_start: !inst.no_warm_start,
     };
     let s = solve(&system, &input, Detector::fastest(&system), &options)?;
     let mut resident = Vec::new();
@@ -457,6 +462,7 @@ fn run_time_solve(inst: &Instance, runs: usize) -> Result<()> {
     let options = OracleOptions {
         time_limit_s: inst.time_limit_s,
         tie_break: !inst.no_tie_break,
+        warm_start: !inst.no_warm_start,
     };
     let det = Detector::fastest(&system);
     let first = solve(&system, &input, det, &options)?;

@@ -4,16 +4,21 @@
 //!
 //! Formulation (ms throughout; F = max(frames_per_epoch, 1) as in
 //! [`Plan::work_ms`]):
-//! - b_k(i,j) integer in 0..=r_i/k for every classifier i with r_i > 0, every
-//!   p_j that supports it and every profiled k <= `max_batch_on(i,j)`;
-//!   a(i,j) binary on the same pairs; no variable (so a = b = 0) elsewhere;
+//! - a(i,j) binary for every classifier i with r_i > 0 and every p_j that
+//!   supports it; y_n(i,j) binary on the same pairs for 1 <= n <= r_i: p_j
+//!   serves exactly n requests of i, at c_ij(n), the cheapest batching of n
+//!   with the profiled batch sizes (a small dynamic programme; the plan's
+//!   b_k(i,j) are that batching's). No variable (so a = 0) elsewhere. This is
+//!   the design brief's b_k(i,j) ILP with each pair's batching solved
+//!   ahead: any batching of n costs at least c_ij(n), so T* is the same, and
+//!   HiGHS no longer searches the many equivalent batchings of one count;
 //! - the detector (first root) is fixed resident on the given detector
 //!   processor p_d: it counts toward N_d and the budget, and its load is paid
 //!   when it was not resident before; other roots get a(i,j) binaries with
 //!   sum_j a(i,j) >= 1;
-//! - W_j = sum b_k(i,j) t_e(i,j,k) + sum a(i,j) (1 - a_old(i,j)) t_l(i,j) / F;
+//! - W_j = sum y_n(i,j) c_ij(n) + sum a(i,j) (1 - a_old(i,j)) t_l(i,j) / F;
 //! - D = rem_d + t_det; T >= max(rem_j, D) + W_j for every j; T >= D;
-//! - sum_j sum_k k b_k(i,j) = r_i; sum_k k b_k(i,j) <= r_i a(i,j);
+//! - sum_j sum_n n y_n(i,j) = r_i; sum_n y_n(i,j) <= a(i,j);
 //! - sum_i a(i,j) <= N_j; sum_i size_mb(i,j) a(i,j) <= budget_j where given.
 //!
 //! Stage 1 minimises T. With [`OracleOptions::tie_break`], stage 2 keeps
@@ -21,14 +26,19 @@
 //! 1e-3 ms per resident model: among the optimal plans it picks the least
 //! wasteful one and drops idle residents, so a(i,j) = 1 exactly where
 //! b(i,j) > 0 (and for the detector on p_d). The value that counts is T.
+//!
+//! With [`OracleOptions::warm_start`] HiGHS starts stage 1 from the greedy
+//! planner's plan and stage 2 from stage 1's. Both changes only make the
+//! solves faster (about 3x on rb5, gen-3 and gen-28 together; docs/suite.md).
 
 use std::time::{Duration, Instant};
 
+use camdnn_policy::schedulers::GreedyPlanner;
 use camdnn_policy::{repair, Detector, GlobalPolicy, ModelId, Plan, PlanInput, ProcId, System};
 use good_lp::solvers::highs::{highs, HighsProblem};
 use good_lp::{
     variable, Constraint, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus,
-    SolverModel, Variable,
+    SolverModel, Variable, WithInitialSolution,
 };
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +52,10 @@ pub struct OracleOptions {
     pub time_limit_s: f64,
     /// Run the deterministic tie-breaking second stage (see the module doc).
     pub tie_break: bool,
+    /// Give HiGHS a feasible plan to start from: the greedy planner's for
+    /// stage 1, stage 1's optimum for stage 2. It only prunes the search
+    /// sooner; the optimum T is the same either way.
+    pub warm_start: bool,
 }
 
 impl Default for OracleOptions {
@@ -49,6 +63,7 @@ impl Default for OracleOptions {
         OracleOptions {
             time_limit_s: 10.0,
             tie_break: true,
+            warm_start: true,
         }
     }
 }
@@ -88,19 +103,32 @@ pub fn solve(
     let start = Instant::now();
     check_input(system, input, detector, options)?;
     let stage1 = Formulation::new(system, input, detector)?;
-    let (plan1, t1, status1) =
-        match stage1.solve(system, options, Goal::Makespan, Tolerance::Strict) {
-            // HiGHS can fail outright on a numerically hard model at the strict
-            // feasibility tolerances (seen once in 60,000 generated-board
-            // solves); its default tolerances then solve it, and the plan is
-            // checked exactly below like every other.
-            Err(OracleError::Solver(strict)) => Formulation::new(system, input, detector)?
-                .solve(system, options, Goal::Makespan, Tolerance::Default)
-                .map_err(|e| {
-                    OracleError::Solver(format!("{strict}; at HiGHS's default tolerances: {e}"))
-                })?,
-            other => other?,
-        };
+    let start_plan = if options.warm_start {
+        heuristic_start(system, input, detector)
+    } else {
+        None
+    };
+    let start_plan = start_plan
+        .as_ref()
+        .map(|p| (p, p.makespan_ms(system, input, detector)));
+    let (plan1, t1, status1) = match stage1.solve(
+        system,
+        options,
+        Goal::Makespan,
+        Tolerance::Strict,
+        start_plan,
+    ) {
+        // HiGHS can fail outright on a numerically hard model at the strict
+        // feasibility tolerances (seen once in 60,000 generated-board
+        // solves); its default tolerances then solve it, and the plan is
+        // checked exactly below like every other.
+        Err(OracleError::Solver(strict)) => Formulation::new(system, input, detector)?
+            .solve(system, options, Goal::Makespan, Tolerance::Default, None)
+            .map_err(|e| {
+                OracleError::Solver(format!("{strict}; at HiGHS's default tolerances: {e}"))
+            })?,
+        other => other?,
+    };
     if let Some(why) = plan1.infeasibility(system, input) {
         return Err(OracleError::Solver(format!(
             "the solver's plan is infeasible: {why}"
@@ -112,9 +140,14 @@ pub fn solve(
         let cap = t1.max(m1) + 1e-7 + 1e-10 * t1.abs();
         let stage2 = Formulation::new(system, input, detector)?;
         // Stage 2 only refines; if it fails, stage 1's plan stands.
-        if let Ok((plan2, _, status2)) =
-            stage2.solve(system, options, Goal::TieBreak(cap), Tolerance::Strict)
-        {
+        let start = options.warm_start.then_some((&best.0, best.1));
+        if let Ok((plan2, _, status2)) = stage2.solve(
+            system,
+            options,
+            Goal::TieBreak(cap),
+            Tolerance::Strict,
+            start,
+        ) {
             let m2 = plan2.makespan_ms(system, input, detector);
             if m2 <= m1 + 1e-6 && plan2.infeasibility(system, input).is_none() {
                 let status = if status1 == SolveStatus::Optimal {
@@ -204,8 +237,11 @@ struct Formulation {
     t: Variable,
     /// a(i,j), indexed `i * n_p + j`; `None` where fixed.
     a: Vec<Option<Variable>>,
-    /// b_k(i,j), indexed `(i * n_p + j) * n_b + k - 1`; `None` where 0.
-    b: Vec<Option<Variable>>,
+    /// The count choices: y = 1 serves exactly `count` requests of `model`
+    /// on `proc`, as the batches of [`Partitions`] for that count.
+    counts: Vec<CountChoice>,
+    /// The cheapest batching of every count, per request-model pair.
+    partitions: Partitions,
     constraints: Vec<Constraint>,
     /// sum_j W_j.
     total_work: Expression,
@@ -217,18 +253,13 @@ struct Formulation {
 
 impl Formulation {
     fn new(system: &System, input: &PlanInput, det: Detector) -> Result<Self, OracleError> {
-        let (nm, np, nb) = (
-            system.num_models(),
-            system.num_processors(),
-            system.max_batch,
-        );
+        let (nm, np) = (system.num_models(), system.num_processors());
         let f = input.frames_per_epoch.max(1.0);
         let root = first_root(system);
         let d = input.rem_ms[det.proc.0] + det.exec_ms;
         let mut vars = ProblemVariables::new();
         let t = vars.add(variable().min(d));
         let mut a: Vec<Option<Variable>> = vec![None; nm * np];
-        let mut b: Vec<Option<Variable>> = vec![None; nm * np * nb];
         let mut constraints = Vec::new();
         let mut work: Vec<Expression> = vec![Expression::from(0.0); np];
         let mut slots: Vec<Expression> = vec![Expression::from(0.0); np];
@@ -262,7 +293,10 @@ impl Formulation {
             constraints.push(somewhere.geq(1.0));
         }
 
-        // Classifiers with requests.
+        // Classifiers with requests: on each host, one binary per count it
+        // may serve there, at that count's cheapest batching.
+        let partitions = Partitions::new(system, input);
+        let mut counts = Vec::new();
         for i in system.request_models() {
             let r = input.scene[i.0];
             if r == 0 {
@@ -276,20 +310,23 @@ impl Formulation {
                 work[j.0] += new_load(i, j) * v;
                 slots[j.0] += v;
                 memory[j.0] += system.size_mb(i, j) * v;
-                let mut here = Expression::from(0.0);
-                for k in 1..=system.max_batch_on(i, j) {
-                    let te = system.exec_ms(i, j, k);
-                    let ub = r as usize / k;
-                    if !te.is_finite() || ub == 0 {
+                let mut chosen = Expression::from(0.0);
+                for n in 1..=r {
+                    let Some(cost) = partitions.cost_ms(i, j, n) else {
                         continue;
-                    }
-                    let bk = vars.add(variable().integer().min(0).max(ub as f64));
-                    b[(i.0 * np + j.0) * nb + k - 1] = Some(bk);
-                    here += k as f64 * bk;
-                    work[j.0] += te * bk;
+                    };
+                    let y = vars.add(variable().binary());
+                    counts.push(CountChoice {
+                        model: i,
+                        proc: j,
+                        count: n,
+                        var: y,
+                    });
+                    chosen += y;
+                    served += f64::from(n) * y;
+                    work[j.0] += cost * y;
                 }
-                served += here.clone();
-                constraints.push(here.leq(r as f64 * v));
+                constraints.push(chosen.leq(v));
             }
             constraints.push(served.eq(r as f64));
         }
@@ -321,7 +358,8 @@ impl Formulation {
             vars,
             t,
             a,
-            b,
+            counts,
+            partitions,
             constraints,
             total_work,
             residents,
@@ -337,12 +375,14 @@ impl Formulation {
         options: &OracleOptions,
         goal: Goal,
         tolerance: Tolerance,
+        start: Option<(&Plan, f64)>,
     ) -> Result<(Plan, f64, SolveStatus), OracleError> {
         let Formulation {
             vars,
             t,
             a,
-            b,
+            counts,
+            partitions,
             mut constraints,
             total_work,
             residents,
@@ -356,8 +396,26 @@ impl Formulation {
                 total_work + 1e-3 * residents
             }
         };
+        let np = system.num_processors();
         let mut problem: HighsProblem =
             configure(vars.minimise(objective).using(highs), options, tolerance);
+        if let Some((plan, t_ms)) = start {
+            // A plan's own batching costs at least the cheapest one, so its
+            // makespan is a feasible T for its counts.
+            let mut values = vec![(t, t_ms)];
+            for i in system.model_ids() {
+                for j in system.proc_ids() {
+                    if let Some(v) = a[i.0 * np + j.0] {
+                        values.push((v, f64::from(u8::from(plan.resident(i, j)))));
+                    }
+                }
+            }
+            for c in &counts {
+                let on = plan.served_on(c.model, c.proc) == c.count;
+                values.push((c.var, f64::from(u8::from(on))));
+            }
+            problem = problem.with_initial_solution(values);
+        }
         for c in constraints {
             problem.add_constraint(c);
         }
@@ -375,7 +433,6 @@ impl Formulation {
             SolutionStatus::Optimal | SolutionStatus::GapLimit => SolveStatus::Optimal,
             SolutionStatus::TimeLimit => SolveStatus::TimeLimit,
         };
-        let (np, nb) = (system.num_processors(), system.max_batch);
         let mut plan = Plan::empty(system);
         plan.set_resident(root, detector_proc, true);
         for i in system.model_ids() {
@@ -385,16 +442,102 @@ impl Formulation {
                         plan.set_resident(i, j, true);
                     }
                 }
-                for k in 1..=nb {
-                    if let Some(v) = b[(i.0 * np + j.0) * nb + k - 1] {
-                        let n = solution.value(v).round().max(0.0) as u32;
-                        plan.set_batches(i, j, k, n);
-                    }
+            }
+        }
+        for c in &counts {
+            if solution.value(c.var) > 0.5 {
+                for (k, n) in partitions.batches(c.model, c.proc, c.count) {
+                    plan.set_batches(c.model, c.proc, k, plan.batches(c.model, c.proc, k) + n);
                 }
             }
         }
         Ok((plan, solution.value(t), status))
     }
+}
+
+/// One count choice of the formulation: serve exactly `count` requests of
+/// `model` on `proc` when `var` is 1.
+struct CountChoice {
+    model: ModelId,
+    proc: ProcId,
+    count: u32,
+    var: Variable,
+}
+
+/// The cheapest batching of n requests of model i on p_j, for every
+/// request-model pair and n up to r_i: c(0) = 0, c(n) = min over profiled k
+/// <= n of c(n - k) + t_e(i,j,k). Whatever batches a plan serves n requests
+/// with cost it at least c(n), so choosing counts at these costs leaves the
+/// optimum T unchanged and removes the many equivalent batchings of one
+/// count from the search.
+struct Partitions {
+    np: usize,
+    /// Per `i * n_p + j`: (c(n), the last batch size of its batching) for
+    /// n = 0..=r_i; empty where i has no requests or p_j does not run it.
+    table: Vec<Vec<(f64, usize)>>,
+}
+
+impl Partitions {
+    fn new(system: &System, input: &PlanInput) -> Self {
+        let np = system.num_processors();
+        let mut table = vec![Vec::new(); system.num_models() * np];
+        for i in system.request_models() {
+            let r = input.scene[i.0] as usize;
+            if r == 0 {
+                continue;
+            }
+            for j in system.supporting(i) {
+                let mut best = vec![(f64::INFINITY, 0); r + 1];
+                best[0] = (0.0, 0);
+                for n in 1..=r {
+                    // Larger batches first: on a tie the fewer batches win.
+                    for k in (1..=system.max_batch_on(i, j).min(n)).rev() {
+                        let cost = best[n - k].0 + system.exec_ms(i, j, k);
+                        if cost < best[n].0 {
+                            best[n] = (cost, k);
+                        }
+                    }
+                }
+                table[i.0 * np + j.0] = best;
+            }
+        }
+        Partitions { np, table }
+    }
+
+    /// c(n) for `n` requests of i on p_j; `None` when no batching serves them.
+    fn cost_ms(&self, i: ModelId, j: ProcId, n: u32) -> Option<f64> {
+        let cost = self.table[i.0 * self.np + j.0].get(n as usize)?.0;
+        cost.is_finite().then_some(cost)
+    }
+
+    /// The batches of c(n): (batch size, how many), each size once. Empty
+    /// when no batching serves n (the formulation has no choice for it).
+    fn batches(&self, i: ModelId, j: ProcId, n: u32) -> Vec<(usize, u32)> {
+        let row = &self.table[i.0 * self.np + j.0];
+        let mut out: Vec<(usize, u32)> = Vec::new();
+        if self.cost_ms(i, j, n).is_none() {
+            return out;
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // A finite c(left) has a last batch k >= 1 and a finite c(left - k).
+            let k = row[left].1;
+            match out.iter_mut().find(|(size, _)| *size == k) {
+                Some((_, count)) => *count += 1,
+                None => out.push((k, 1)),
+            }
+            left -= k;
+        }
+        out
+    }
+}
+
+/// The greedy planner's plan when it is feasible: a cheap incumbent that
+/// lets HiGHS prune from its first node.
+fn heuristic_start(system: &System, input: &PlanInput, detector: Detector) -> Option<Plan> {
+    let plan = GreedyPlanner::default().plan(system, input);
+    let detector_kept = plan.resident(first_root(system), detector.proc);
+    (detector_kept && plan.infeasibility(system, input).is_none()).then_some(plan)
 }
 
 /// HiGHS's feasibility tolerances for a solve.

@@ -288,6 +288,7 @@ pub fn scheduler(
                 IlpPolicy::new(OracleOptions {
                     time_limit_s: 10.0,
                     tie_break: false,
+                    ..OracleOptions::default()
                 }),
                 wait_ms,
             )

@@ -305,3 +305,62 @@ fn three_by_three_instance_is_solved_optimally() {
         b.makespan_ms
     );
 }
+
+#[test]
+fn ilp_without_warm_start_reaches_the_same_optimum() {
+    let options = OracleOptions {
+        warm_start: false,
+        ..OracleOptions::default()
+    };
+    let (f, _) = grid(PAIR, &[(3, 2), (1, 2)], &options);
+    assert!(f > 0);
+}
+
+#[test]
+fn plan_batches_a_count_at_its_cheapest_batching() {
+    // Batches of three are cheap: six requests cost 21 + 21 = 42 ms as 3 + 3,
+    // against 50 + 10 = 60 ms as 5 + 1 (largest batch first) and 40 + 20 =
+    // 60 ms as 4 + 2; on one unit T = 10 (detector) + 42 ms.
+    let system = System::from_toml(
+        r#"
+name = "three"
+max_batch = 5
+
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 2
+
+[[model]]
+name = "detector"
+
+[[model]]
+name = "a"
+parent = "detector"
+classes = ["person"]
+
+[profile.detector.cpu]
+exec_ms = [10.0]
+load_ms = 5.0
+
+[profile.a.cpu]
+exec_ms = [10.0, 20.0, 21.0, 40.0, 50.0]
+load_ms = 6.0
+"#,
+    )
+    .unwrap();
+    let det = Detector::fastest(&system);
+    let a = system.model_by_name("a").unwrap();
+    let a_old = [true, true];
+    let input = tiny_input(&[0, 6], &[0.0], &a_old);
+    for warm_start in [true, false] {
+        let options = OracleOptions {
+            warm_start,
+            ..OracleOptions::default()
+        };
+        let s = solve(&system, &input, det, &options).unwrap();
+        assert!(close(s.makespan_ms, 52.0), "{}", s.makespan_ms);
+        let batches: Vec<u32> = (1..=5).map(|k| s.plan.batches(a, ProcId(0), k)).collect();
+        assert_eq!(batches, [0, 0, 2, 0, 0], "warm start {warm_start}");
+    }
+}
