@@ -17,8 +17,15 @@
 # WORK_WEIGHT (default 1) weighs the term on each processor's expected execution time, so an
 # error costs what it costs the makespan (0: off, as before 2026-11-25's second session).
 #
-# SAMPLES (default 12000, the paper's), EPOCHS (default 150), MAX_OBJECTS (default 14) and OUT
-# (default config/policies) size the run; it prints its wall time at the end.
+# AUGMENT (default 7) label-preserving copies of each training demonstration (`ilmodel train
+# --augment`: a unit busy for longer, an unused previous residency forgotten; the ILP's plan stays
+# optimal, so no solve is needed): more rows for the same ILP time. EPOCHS (default 30) passes
+# over the demonstrations and their copies, about as many steps as 240 epochs over the
+# demonstrations alone (AUGMENT=0 EPOCHS=150: the policies trained before 2026-11-26, among them
+# the committed config/policies/rb5.*, whose sidecar therefore has no `augment`).
+#
+# SAMPLES (default 12000, the paper's), MAX_OBJECTS (default 14) and OUT (default
+# config/policies) size the run; it prints its wall time at the end.
 #
 # The MLP's hidden widths: HIDDEN (default 128,128, the committed policies'). With WIDTHS (e.g.
 # WIDTHS="128,128 256,256,256,256") and no HIDDEN, each is trained with twice the held-out fraction
@@ -41,7 +48,8 @@ NAME=$(basename "$SYSTEM" .toml)
 WORK=target/policy-train/$NAME-seed$SEED
 OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
-EPOCHS=${EPOCHS:-150}
+EPOCHS=${EPOCHS:-30}
+AUGMENT=${AUGMENT:-7}
 SHARE_WEIGHT=${SHARE_WEIGHT:-1}
 WORK_WEIGHT=${WORK_WEIGHT:-1}
 HELDOUT=0.15
@@ -62,7 +70,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
     for W in $WIDTHS; do
         C=$WORK/width-${W//,/x}
         "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$C" --seed "$SEED" \
-            --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$W" --heldout "$BAND_OUTER" --quiet
+            --epochs "$EPOCHS" --augment "$AUGMENT" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$W" --heldout "$BAND_OUTER" --quiet
         "$IL" export --model "$C/model.json" --system "$SYSTEM" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         "$IL" calibrate --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" --sidecar "$C/p.policy.json" > /dev/null
         MEAN=$("$IL" eval --system "$SYSTEM" --demos "$WORK/demos" --onnx "$C/p.onnx" \
@@ -83,7 +91,7 @@ if [ -n "${WIDTHS:-}" ] && [ -z "${HIDDEN:-}" ]; then
 fi
 HIDDEN=${HIDDEN:-128,128}
 "$IL" train --system "$SYSTEM" --demos "$WORK/demos" --out "$WORK/model" --seed "$SEED" \
-    --epochs "$EPOCHS" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
+    --epochs "$EPOCHS" --augment "$AUGMENT" --share-weight "$SHARE_WEIGHT" --work-weight "$WORK_WEIGHT" --hidden "$HIDDEN" --heldout "$HELDOUT" --quiet
 "$IL" export --model "$WORK/model/model.json" --system "$SYSTEM" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
 # The decoding, its share floor and its rounding, chosen on the training split only.
@@ -93,4 +101,4 @@ cp "$WORK/model/loss.csv" "$OUT/$NAME.loss.csv"
 cp "$WORK/model/loss.svg" "$OUT/$NAME.loss.svg"
 "$IL" eval --system "$SYSTEM" --demos "$WORK/demos" \
     --onnx "$OUT/$NAME.onnx" --sidecar "$OUT/$NAME.policy.json"
-echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS HIDDEN=$HIDDEN SHARE_WEIGHT=$SHARE_WEIGHT WORK_WEIGHT=$WORK_WEIGHT)"
+echo "trained $NAME in $(( $(date +%s) - START )) s (SAMPLES=$SAMPLES EPOCHS=$EPOCHS AUGMENT=$AUGMENT HIDDEN=$HIDDEN SHARE_WEIGHT=$SHARE_WEIGHT WORK_WEIGHT=$WORK_WEIGHT)"

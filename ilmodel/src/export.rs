@@ -209,6 +209,7 @@ pub fn sidecar(model: &TrainedModel, local_search: bool, system: &System) -> Sid
             share_weight: model.config.share_weight,
             work_weight: model.config.work_weight,
             heldout_fraction: model.config.heldout_fraction,
+            augment: model.config.augment,
             demos_fnv1a64: model.demos_fnv1a64.clone(),
             train_samples: model.train_samples,
             heldout_samples: model.heldout_samples,

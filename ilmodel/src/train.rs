@@ -24,6 +24,7 @@
 //!   (SplitMix64, not candle's unseedable CPU generator), so a run is
 //!   deterministic for a seed on one machine.
 
+pub mod augment;
 pub mod cli;
 pub mod eval;
 
@@ -93,6 +94,10 @@ pub struct TrainConfig {
     pub work_weight: f64,
     /// Fraction of scenes held out, in (0, 1).
     pub heldout_fraction: f64,
+    /// Label-preserving copies per training demonstration
+    /// ([`augment`]; 0: none, as in models trained before it existed).
+    #[serde(default)]
+    pub augment: usize,
 }
 
 impl Default for TrainConfig {
@@ -107,6 +112,7 @@ impl Default for TrainConfig {
             share_weight: 1.0,
             work_weight: 1.0,
             heldout_fraction: 0.15,
+            augment: 0,
         }
     }
 }
@@ -465,6 +471,14 @@ pub fn train(
     let (held, tr): (Vec<&Demo>, Vec<&Demo>) = usable
         .into_iter()
         .partition(|d| is_heldout(config.seed, &d.scene, config.heldout_fraction));
+    let copies = augment::label_preserving_copies(
+        system,
+        &tr,
+        config.augment,
+        config.seed,
+        set.manifest.rem_max_ms,
+    );
+    let tr: Vec<&Demo> = tr.into_iter().chain(&copies).collect();
     let train_ex = examples(system, &enc, &tr)?;
     let held_ex = examples(system, &enc, &held)?;
     if train_ex.n == 0 || held_ex.n == 0 {

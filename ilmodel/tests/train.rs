@@ -19,6 +19,7 @@ fn config(seed: u64, epochs: usize) -> TrainConfig {
         share_weight: 0.0,
         work_weight: 0.0,
         heldout_fraction: 0.2,
+        augment: 0,
     }
 }
 

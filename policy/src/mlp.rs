@@ -103,6 +103,10 @@ pub struct OutputSpec {
     pub decoding: String,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn default_min_share() -> f64 {
     search::DEFAULT_MIN_SHARE
 }
@@ -131,6 +135,10 @@ pub struct TrainingInfo {
     pub work_weight: f64,
     /// Fraction of scenes held out.
     pub heldout_fraction: f64,
+    /// Label-preserving copies per training demonstration (0, and absent
+    /// from the file, for policies trained without them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub augment: usize,
     /// FNV-1a 64 (hex) of the demonstrations file.
     pub demos_fnv1a64: String,
     /// Demonstrations used for training.

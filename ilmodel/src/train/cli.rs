@@ -55,6 +55,11 @@ pub struct TrainArgs {
     /// Fraction of scenes held out.
     #[arg(long, default_value_t = 0.15)]
     pub heldout: f64,
+    /// Label-preserving copies of each training demonstration (a unit busy
+    /// for longer, a previous residency the plan does not use forgotten):
+    /// more rows without more ILP solves. 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub augment: usize,
     /// No per-epoch lines.
     #[arg(long)]
     pub quiet: bool,
@@ -233,6 +238,7 @@ pub fn run_train(args: &TrainArgs) -> Result<()> {
         share_weight: args.share_weight,
         work_weight: args.work_weight,
         heldout_fraction: args.heldout,
+        augment: args.augment,
     };
     let start = Instant::now();
     let quiet = args.quiet;
