@@ -212,12 +212,8 @@ impl Preprocessor {
         let b = clamp_box(img, bbox)?;
         let src = Self::src_view(img)?;
         let mut dst = Image::new(width, height, fr::PixelType::U8x3);
-        let opts = self.options.crop(
-            b.x0 as f64,
-            b.y0 as f64,
-            b.width() as f64,
-            b.height() as f64,
-        );
+        let (left, top, w, h) = source_rect(img, b);
+        let opts = self.options.crop(left, top, w, h);
         self.resizer
             .resize(&src, &mut dst, &opts)
             .map_err(resize_err)?;
@@ -303,12 +299,8 @@ impl Preprocessor {
         {
             let (left, top, nw, nh) = dst;
             let mut part = CroppedImageMut::new(&mut out, left, top, nw, nh).map_err(resize_err)?;
-            let opts = self.options.crop(
-                src.x0 as f64,
-                src.y0 as f64,
-                src.width() as f64,
-                src.height() as f64,
-            );
+            let (sl, st, sw, sh) = source_rect(img, src);
+            let opts = self.options.crop(sl, st, sw, sh);
             self.resizer
                 .resize(&view, &mut part, &opts)
                 .map_err(resize_err)?;
@@ -381,6 +373,16 @@ pub fn crop_fit_transform(
         input_width: width as f32,
         input_height: height as f32,
     })
+}
+
+/// The source rectangle of a clamped box as the resizer takes it, `(left, top, width,
+/// height)`: the size in f64 from the corners, capped at the image edge, since f32's
+/// `x1 - x0` can round past it (a box from x = 2.79 to the edge of a 7-pixel frame).
+fn source_rect(img: &RgbImage, b: BBox) -> (f64, f64, f64, f64) {
+    let (left, top) = (b.x0 as f64, b.y0 as f64);
+    let w = (b.x1 as f64).min(img.width() as f64) - left;
+    let h = (b.y1 as f64).min(img.height() as f64) - top;
+    (left, top, w, h)
 }
 
 fn clamp_box(img: &RgbImage, bbox: BBox) -> Result<BBox> {
@@ -538,6 +540,18 @@ mod tests {
         assert!(p
             .crop_padded(&img, BBox::new(300.0, 0.0, 400.0, 10.0), 8, 8, [0; 3])
             .is_err());
+    }
+
+    #[test]
+    fn a_box_to_the_frame_edge_crops_though_its_f32_width_rounds_past_it() {
+        // Found by vision/tests/no_panic.rs: 7.0 - 2.7883265 in f32 is a hair over the true
+        // width, and left + width passed the frame's right edge.
+        let img = RgbImage::new(7, 1, vec![200; 21]).unwrap();
+        let b = BBox::new(2.7883265, 0.0, 739.6279, 513.66895);
+        let mut p = Preprocessor::new();
+        assert_eq!(p.crops(&img, &[b], 1, 1, 0.0).unwrap().len(), 1);
+        p.crop_fit(&img, b, 4, 4, [0; 3], Placement::Center)
+            .unwrap();
     }
 
     #[test]
