@@ -19,8 +19,8 @@
 #
 # AUGMENT (default 7) label-preserving copies of each training demonstration (`ilmodel train
 # --augment`: a unit busy for longer, an unused previous residency forgotten; the ILP's plan stays
-# optimal, so no solve is needed): more rows for the same ILP time. EPOCHS (default 30) passes
-# over the demonstrations and their copies, about as many steps as 240 epochs over the
+# optimal, so no solve is needed): more rows for the same ILP time. EPOCHS (default 24) passes
+# over the demonstrations and their copies, about as many steps as 192 epochs over the
 # demonstrations alone (AUGMENT=0 EPOCHS=150: the policies trained before 2026-11-26, among them
 # the committed config/policies/rb5.*, whose sidecar therefore has no `augment`).
 #
@@ -48,7 +48,7 @@ NAME=$(basename "$SYSTEM" .toml)
 WORK=target/policy-train/$NAME-seed$SEED
 OUT=${OUT:-config/policies}
 SAMPLES=${SAMPLES:-12000}
-EPOCHS=${EPOCHS:-30}
+EPOCHS=${EPOCHS:-24}
 AUGMENT=${AUGMENT:-7}
 SHARE_WEIGHT=${SHARE_WEIGHT:-1}
 WORK_WEIGHT=${WORK_WEIGHT:-1}
