@@ -72,6 +72,9 @@ struct Labelled<'a> {
     demo: &'a Demo,
     plan: Plan,
     t_ms: f64,
+    /// W_j of the plan per unit, the same on every copy: W does not depend
+    /// on rem, and copies only forget residencies the plan does not keep.
+    work_ms: Vec<f64>,
 }
 
 impl<'a> Labelled<'a> {
@@ -94,7 +97,18 @@ impl<'a> Labelled<'a> {
                 }
             }
         }
-        Some(Labelled { demo, plan, t_ms })
+        let residency: Vec<bool> = demo.a_old.iter().flatten().copied().collect();
+        let input = input_of(demo, &demo.rem_ms, &residency);
+        let work_ms = system
+            .proc_ids()
+            .map(|j| plan.work_ms(system, &input, j))
+            .collect();
+        Some(Labelled {
+            demo,
+            plan,
+            t_ms,
+            work_ms,
+        })
     }
 
     fn copy(
@@ -105,7 +119,6 @@ impl<'a> Labelled<'a> {
         rng: &mut SplitMix64,
     ) -> Option<Demo> {
         let d = self.demo;
-        let np = system.num_processors();
         let mut changed = false;
         // Forget unused previous residencies.
         let mut a_old = d.a_old.clone();
@@ -124,8 +137,7 @@ impl<'a> Labelled<'a> {
         // Other units first: each one's cap is exact while D stays put.
         let mut rem = d.rem_ms.clone();
         for j in system.proc_ids().filter(|&j| j != detector.proc) {
-            let input = input_of(d, &rem, &flat);
-            let cap = (self.t_ms - self.plan.work_ms(system, &input, j)).min(rem_max_ms);
+            let cap = (self.t_ms - self.work_ms[j.0]).min(rem_max_ms);
             let draw = rng.next_f64();
             if cap > rem[j.0] && rng.next_f64() < CHANGE_PROBABILITY {
                 rem[j.0] += draw * (cap - rem[j.0]);
@@ -141,11 +153,7 @@ impl<'a> Labelled<'a> {
         // The detector's end delays every unit's start: D + W_j <= T* on
         // every unit bounds it.
         let det = detector.proc.0;
-        let input = input_of(d, &rem, &flat);
-        let most_work = system
-            .proc_ids()
-            .map(|j| self.plan.work_ms(system, &input, j))
-            .fold(0.0, f64::max);
+        let most_work = self.work_ms.iter().copied().fold(0.0, f64::max);
         let cap = (self.t_ms - detector.exec_ms - most_work).min(rem_max_ms);
         let draw = rng.next_f64();
         if cap > rem[det] && rng.next_f64() < CHANGE_PROBABILITY {
@@ -157,7 +165,6 @@ impl<'a> Labelled<'a> {
                 rem[det] = before;
             }
         }
-        debug_assert_eq!(rem.len(), np);
         if !changed || !fits(&rem) {
             return None;
         }
