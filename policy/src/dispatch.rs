@@ -1,7 +1,9 @@
 //! The local dispatcher of Algorithm 1: for `w` waiting requests of model i,
 //! take on each processor the first preferred batch size k <= w and pick
 //! `argmin_j rem_j + t_e(i,j,k)/k + t_l(i,j) (1 - a(i,j))`.
-//! O(n_p) per decision, no heap allocation.
+//! O(n_p) per decision, no heap allocation. Two other host rules rank by
+//! the batch's finish time, or split the `w` requests over the hosts so the
+//! last finishes soonest ([`HostRule`]).
 //!
 //! With late binding (a dispatch horizon), a batch whose chosen host is too
 //! far behind is held; [`idle_taker`] decides whether a host that is nearly
@@ -17,6 +19,13 @@ pub enum HostRule {
     PerRequest,
     /// Earliest finish time of the batch: rem_j + t_e(i,j,k) + t_l(i,j)(1 - a(i,j)).
     FinishTime,
+    /// Earliest finish of the whole group: the `waiting` requests are split
+    /// over the hosts so that the last of them finishes soonest
+    /// ([`group_split`]), and the first piece is placed (the next call
+    /// places the rest the same way). A frame's requests of one model then
+    /// run side by side on every unit that speeds them up, instead of as
+    /// one batch on the unit with the best time per request.
+    GroupFinish,
 }
 
 /// One dispatch decision.
@@ -41,6 +50,9 @@ pub fn choose_host(
     i: ModelId,
     waiting: usize,
 ) -> Option<Decision> {
+    if rule == HostRule::GroupFinish {
+        return group_split(system, cluster, now, i, waiting);
+    }
     let mut best: Option<Decision> = None;
     for j in system.proc_ids() {
         if !cluster.can_host(system, i, j) {
@@ -50,7 +62,7 @@ pub fn choose_host(
         let t = system.exec_ms(i, j, k);
         let run = match rule {
             HostRule::PerRequest => t / k as f64,
-            HostRule::FinishTime => t,
+            HostRule::FinishTime | HostRule::GroupFinish => t,
         };
         let load = if cluster.is_resident(i, j) {
             0.0
@@ -67,6 +79,64 @@ pub fn choose_host(
         }
     }
     best
+}
+
+/// Time for `n` requests of model i on p_j run back to back in batches of
+/// at most its largest profiled batch, ms.
+fn group_exec_ms(system: &System, i: ModelId, j: ProcId, n: usize) -> f64 {
+    let b = system.max_batch_on(i, j).max(1);
+    let full = (n / b) as f64 * system.exec_ms(i, j, b);
+    match n % b {
+        0 => full,
+        r => full + system.exec_ms(i, j, r),
+    }
+}
+
+/// [`HostRule::GroupFinish`]: splits `waiting` requests of model i over the
+/// hosts so that the last finishes soonest, each host starting after its
+/// queue (and its load when i is not resident), and returns the piece of
+/// the host that finishes last (the one the group waits for), batch capped
+/// at its largest profiled batch. Adding requests one at a time to the host
+/// whose finish grows least is optimal for this min-max, since each host's
+/// finish is non-decreasing in its count.
+fn group_split(
+    system: &System,
+    cluster: &Cluster,
+    now: f64,
+    i: ModelId,
+    waiting: usize,
+) -> Option<Decision> {
+    // (host, start, requests, finish) for every host that can take i.
+    let mut hosts: Vec<(ProcId, f64, usize, f64)> = system
+        .proc_ids()
+        .filter(|&j| cluster.can_host(system, i, j))
+        .map(|j| {
+            let load = if cluster.is_resident(i, j) {
+                0.0
+            } else {
+                system.load_ms(i, j)
+            };
+            (j, cluster.rem_ms(j, now) + load, 0, f64::NEG_INFINITY)
+        })
+        .collect();
+    for _ in 0..waiting.max(1) {
+        let (h, f) = hosts
+            .iter()
+            .enumerate()
+            .map(|(h, &(j, start, n, _))| (h, start + group_exec_ms(system, i, j, n + 1)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        hosts[h].2 += 1;
+        hosts[h].3 = f;
+    }
+    let &(last, _, n, f) = hosts
+        .iter()
+        .filter(|h| h.2 > 0)
+        .max_by(|a, b| a.3.total_cmp(&b.3))?;
+    Some(Decision {
+        proc: last,
+        batch: n.min(system.max_batch_on(i, last).max(1)),
+        cost_ms: f,
+    })
 }
 
 /// The first batch size in (i, j)'s preferred list that is <= `waiting`
@@ -213,6 +283,44 @@ load_ms = 5.0
             idle_taker(&system, &cluster, 45.0, A, 2, FAST, 0.0, 50.0),
             None
         );
+    }
+
+    #[test]
+    fn the_group_split_spreads_a_group_so_its_last_request_finishes_soonest() {
+        let system = pair();
+        let mut cluster = Cluster::new(&system);
+        cluster.run(&system, 0.0, A, SLOW, 1); // slow resident, idle from 45
+        cluster.run(&system, 0.0, A, FAST, 1); // fast resident: 5 + 10
+        cluster.run(&system, 0.0, A, FAST, 2); // 35
+        cluster.run(&system, 0.0, A, FAST, 2); // 55
+        cluster.run(&system, 0.0, A, FAST, 1); // 65: 20 ms behind at 45
+        let now = 45.0;
+        // Four requests, one at a time to the host whose finish grows least
+        // (from now): fast 30, fast 40 (slow 40 ties, the first wins), fast
+        // 50 (two batches: 20 + 20 + 10), slow 40. The group ends at 50 ms;
+        // on the fast host alone it would end at 20 + 2 x 20 = 60.
+        let mut placed = Vec::new();
+        let mut waiting = 4;
+        while waiting > 0 {
+            let d = choose_host(&system, &cluster, HostRule::GroupFinish, now, A, waiting)
+                .expect("a host");
+            placed.push((d.proc, d.batch, d.cost_ms));
+            cluster.run(&system, now, A, d.proc, d.batch);
+            waiting -= d.batch;
+        }
+        // The host that ends the group first (its largest batch), then the
+        // rest split again the same way.
+        assert_eq!(
+            placed,
+            vec![(FAST, 2, 50.0), (FAST, 1, 50.0), (SLOW, 1, 40.0)],
+            "{placed:?}"
+        );
+        // One request goes where it finishes first.
+        let mut idle = Cluster::new(&system);
+        idle.run(&system, 0.0, A, FAST, 1);
+        idle.run(&system, 0.0, A, SLOW, 1);
+        let d = choose_host(&system, &idle, HostRule::GroupFinish, 100.0, A, 1).expect("a host");
+        assert_eq!((d.proc, d.batch, d.cost_ms), (FAST, 1, 10.0));
     }
 
     #[test]

@@ -28,6 +28,7 @@ impl Scheduler for LocalDispatcher {
         match self.rule {
             HostRule::PerRequest => "camdnn-local".into(),
             HostRule::FinishTime => "camdnn-local-eft".into(),
+            HostRule::GroupFinish => "camdnn-local-split".into(),
         }
     }
 
