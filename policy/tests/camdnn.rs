@@ -308,3 +308,18 @@ fn the_global_step_can_go_back_to_the_start_up_residency_under_either_rule() {
     assert!(full.choices()[6] >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
 }
+
+/// On board gen-2183 (outside the suite's 30) the dominance trace's heavy
+/// frames bring a few requests of each classifier, and both of Algorithm
+/// 1's host rules send a frame's requests of one model to one unit as one
+/// batch: camdnn-greedy was on time for 0.352 of the frames (camdnn-local
+/// 0.260, camdnn-local-eft 0.716). The step now also offers Algorithm 1
+/// with the group-split rule (`HostRule::GroupFinish`), which spreads the
+/// requests over the units so the last finishes soonest, and takes it.
+#[test]
+fn the_global_step_can_split_a_frames_requests_over_the_units() {
+    let (full, on_time) = greedy_on_generated(2183, Shape::DominanceShift);
+    let split = full.choices()[7] + full.choices()[8];
+    assert!(split >= 1, "choices: {:?}", full.choices());
+    assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
+}
