@@ -20,9 +20,9 @@ pub enum HostRule {
     /// Earliest finish time of the batch: rem_j + t_e(i,j,k) + t_l(i,j)(1 - a(i,j)).
     FinishTime,
     /// Earliest finish of the whole group: the `waiting` requests are split
-    /// over the hosts so that the last of them finishes soonest
-    /// ([`group_split`]), and the first piece is placed (the next call
-    /// places the rest the same way). A frame's requests of one model then
+    /// over the hosts where the model is resident so that the last of them
+    /// finishes soonest, and the piece that ends last is placed (the next
+    /// call places the rest the same way). A frame's requests of one model then
     /// run side by side on every unit that speeds them up, instead of as
     /// one batch on the unit with the best time per request.
     GroupFinish,
@@ -93,8 +93,9 @@ fn group_exec_ms(system: &System, i: ModelId, j: ProcId, n: usize) -> f64 {
 }
 
 /// [`HostRule::GroupFinish`]: splits `waiting` requests of model i over the
-/// hosts so that the last finishes soonest, each host starting after its
-/// queue (and its load when i is not resident), and returns the piece of
+/// hosts where i is resident (every host that can take it when it is
+/// resident nowhere usable, each then starting after its load) so that the
+/// last finishes soonest, each host starting after its queue, and returns the piece of
 /// the host that finishes last (the one the group waits for), batch capped
 /// at its largest profiled batch. Adding requests one at a time to the host
 /// whose finish grows least is optimal for this min-max, since each host's
@@ -107,9 +108,15 @@ fn group_split(
     waiting: usize,
 ) -> Option<Decision> {
     // (host, start, requests, finish) for every host that can take i.
+    // Residency is the global step's: the split loads a model only where
+    // it is resident nowhere the cluster can use.
+    let resident_only = system
+        .proc_ids()
+        .any(|j| cluster.is_resident(i, j) && cluster.can_host(system, i, j));
     let mut hosts: Vec<(ProcId, f64, usize, f64)> = system
         .proc_ids()
         .filter(|&j| cluster.can_host(system, i, j))
+        .filter(|&j| !resident_only || cluster.is_resident(i, j))
         .map(|j| {
             let load = if cluster.is_resident(i, j) {
                 0.0
@@ -321,6 +328,26 @@ load_ms = 5.0
         idle.run(&system, 0.0, A, SLOW, 1);
         let d = choose_host(&system, &idle, HostRule::GroupFinish, 100.0, A, 1).expect("a host");
         assert_eq!((d.proc, d.batch, d.cost_ms), (FAST, 1, 10.0));
+        // The split does not load: with the slow host free but not holding
+        // the model, four requests stay on the fast one (30 ms behind: 30 +
+        // 2 x 20), though a load there (5 + 40) would end the group at 60.
+        let mut one = Cluster::new(&system);
+        one.run(&system, 0.0, A, FAST, 1); // resident, busy until 15
+        one.run(&system, 0.0, A, FAST, 1); // 25
+        one.run(&system, 0.0, A, FAST, 1); // 35
+        let d = choose_host(&system, &one, HostRule::GroupFinish, 5.0, A, 4).expect("a host");
+        assert_eq!((d.proc, d.batch, d.cost_ms), (FAST, 2, 70.0));
+        // Resident nowhere: every host that can take it, loads counted.
+        let d = choose_host(
+            &system,
+            &Cluster::new(&system),
+            HostRule::GroupFinish,
+            0.0,
+            A,
+            1,
+        )
+        .expect("a host");
+        assert_eq!((d.proc, d.batch, d.cost_ms), (FAST, 1, 15.0));
     }
 
     #[test]
