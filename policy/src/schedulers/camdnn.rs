@@ -131,11 +131,13 @@ const CHOICES: usize = 9;
 const DEFAULT_CHOICE: usize = 2;
 
 /// The choices of one global step as they stood at `at_ms`: what each would
-/// have done on the epoch that followed is scored at the next step.
+/// have done on the epoch that followed is scored at the next step. Each
+/// probe is (choice, dispatcher, cluster, the earlier choice it is the same
+/// as, if any: that one's score stands for it).
 #[derive(Clone, Debug)]
 struct Audit {
     at_ms: f64,
-    probes: Vec<(usize, Follow, Cluster)>,
+    probes: Vec<(usize, Follow, Cluster, Option<usize>)>,
 }
 
 /// Each kind of choice's record out of sample: at every global step, what
@@ -710,8 +712,12 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         if let (Some(audit), Some(epoch)) = (self.audit.take(), epoch) {
             let period = (now - audit.at_ms) / epoch_frames.max(1) as f64;
             let mut on_time = [None; CHOICES];
-            for (idx, mut probe, c) in audit.probes {
-                if let Some(score) = replay(system, &mut probe, c, audit.at_ms, epoch, period) {
+            for (idx, mut probe, c, same_as) in audit.probes {
+                if let Some(n) = same_as.and_then(|t| on_time[t]) {
+                    on_time[idx] = Some(n);
+                } else if let Some(score) =
+                    replay(system, &mut probe, c, audit.at_ms, epoch, period)
+                {
                     on_time[idx] = Some(score.on_time as f64);
                 }
             }
@@ -825,21 +831,37 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             // The incumbent first, so a tie keeps it.
             candidates.sort_by_key(|c| c.0 != incumbent);
             let mut probes = Vec::with_capacity(candidates.len());
+            let mut scores: [Option<Score>; CHOICES] = [None; CHOICES];
             for (idx, load, mode, plan) in &candidates {
                 let mut probe = f.clone();
                 let mut c = cluster.clone();
                 if let Some(residency) = load {
                     c.apply_residency(system, now, residency);
                 }
+                // A return to the residency the cluster already has loads
+                // and evicts nothing: the choice is the one with the same
+                // rule and plan that loads nothing, and replays as it does.
+                let same_as = (load.is_some() && c.residency() == cluster.residency())
+                    .then(|| {
+                        candidates
+                            .iter()
+                            .find(|o| o.1.is_none() && o.2 == *mode && o.3 == *plan)
+                            .map(|o| o.0)
+                    })
+                    .flatten();
                 probe.mode = *mode;
                 if let Some(plan) = plan.clone() {
                     probe.set_plan(system, &c, &input, plan);
                 }
                 let distrusted = self.record.distrusts(*idx);
                 let score = (!distrusted)
-                    .then(|| score_choice(system, &probe, &c, now, &window, &ahead, period))
+                    .then(|| match same_as.and_then(|t| scores[t]) {
+                        Some(score) => Some(score),
+                        None => score_choice(system, &probe, &c, now, &window, &ahead, period),
+                    })
                     .flatten();
-                probes.push((*idx, probe, c));
+                scores[*idx] = score;
+                probes.push((*idx, probe, c, same_as));
                 let Some(score) = score else {
                     continue;
                 };
