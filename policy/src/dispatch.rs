@@ -1,9 +1,10 @@
 //! The local dispatcher of Algorithm 1: for `w` waiting requests of model i,
 //! take on each processor the first preferred batch size k <= w and pick
 //! `argmin_j rem_j + t_e(i,j,k)/k + t_l(i,j) (1 - a(i,j))`.
-//! O(n_p) per decision, no heap allocation. Two other host rules rank by
-//! the batch's finish time, or split the `w` requests over the hosts so the
-//! last finishes soonest ([`HostRule`]).
+//! O(n_p) per decision, no heap allocation. Another rule ranks hosts by the
+//! batch's finish time, the same way; a third splits the `w` requests over
+//! the hosts so the last finishes soonest, in O(w n_p) with one small
+//! vector per decision ([`HostRule`]).
 //!
 //! With late binding (a dispatch horizon), a batch whose chosen host is too
 //! far behind is held; [`idle_taker`] decides whether a host that is nearly
@@ -62,6 +63,7 @@ pub fn choose_host(
         let t = system.exec_ms(i, j, k);
         let run = match rule {
             HostRule::PerRequest => t / k as f64,
+            // GroupFinish returned above.
             HostRule::FinishTime | HostRule::GroupFinish => t,
         };
         let load = if cluster.is_resident(i, j) {
@@ -93,13 +95,13 @@ fn group_exec_ms(system: &System, i: ModelId, j: ProcId, n: usize) -> f64 {
 }
 
 /// [`HostRule::GroupFinish`]: splits `waiting` requests of model i over the
-/// hosts where i is resident (every host that can take it when it is
-/// resident nowhere usable, each then starting after its load) so that the
-/// last finishes soonest, each host starting after its queue, and returns the piece of
-/// the host that finishes last (the one the group waits for), batch capped
-/// at its largest profiled batch. Adding requests one at a time to the host
-/// whose finish grows least is optimal for this min-max, since each host's
-/// finish is non-decreasing in its count.
+/// hosts where i is resident, each starting after its queue, so that the
+/// last finishes soonest, and returns the piece of the host that finishes
+/// last (the one the group waits for), its batch capped at the largest
+/// profiled. When i is resident nowhere usable, every host that can take it
+/// is a candidate, starting after its load. Adding requests one at a time
+/// to the host whose finish grows least is optimal for this min-max, since
+/// each host's finish is non-decreasing in its count.
 fn group_split(
     system: &System,
     cluster: &Cluster,
@@ -107,7 +109,6 @@ fn group_split(
     i: ModelId,
     waiting: usize,
 ) -> Option<Decision> {
-    // (host, start, requests, finish) for every host that can take i.
     // Residency is the global step's: the split loads a model only where
     // it is resident nowhere the cluster can use.
     let resident_only = system
@@ -125,7 +126,7 @@ fn group_split(
             };
             (j, cluster.rem_ms(j, now) + load, 0, f64::NEG_INFINITY)
         })
-        .collect();
+        .collect(); // (host, start, requests, finish)
     for _ in 0..waiting.max(1) {
         let (h, f) = hosts
             .iter()
