@@ -102,6 +102,17 @@ impl Cluster {
         self.resident[i.0 * self.np + j.0]
     }
 
+    /// What placing model i on p_j costs in load time now, ms: t_l(i,j) when
+    /// it is not resident there, 0 when it is (t_l (1 - a(i,j))).
+    #[inline]
+    pub fn load_cost_ms(&self, system: &System, i: ModelId, j: ProcId) -> f64 {
+        if self.is_resident(i, j) {
+            0.0
+        } else {
+            system.load_ms(i, j)
+        }
+    }
+
     /// The residency matrix, flattened `i * n_p + j`.
     pub fn residency(&self) -> &[bool] {
         &self.resident

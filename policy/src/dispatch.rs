@@ -66,11 +66,7 @@ pub fn choose_host(
             // GroupFinish returned above.
             HostRule::FinishTime | HostRule::GroupFinish => t,
         };
-        let load = if cluster.is_resident(i, j) {
-            0.0
-        } else {
-            system.load_ms(i, j)
-        };
+        let load = cluster.load_cost_ms(system, i, j);
         let cost = cluster.rem_ms(j, now) + run + load;
         if best.is_none_or(|b| cost < b.cost_ms) {
             best = Some(Decision {
@@ -114,36 +110,35 @@ fn group_split(
     let resident_only = system
         .proc_ids()
         .any(|j| cluster.is_resident(i, j) && cluster.can_host(system, i, j));
-    let mut hosts: Vec<(ProcId, f64, usize, f64)> = system
+    // (host, start, requests): each host starts after its queue and load.
+    let mut hosts: Vec<(ProcId, f64, usize)> = system
         .proc_ids()
         .filter(|&j| cluster.can_host(system, i, j))
         .filter(|&j| !resident_only || cluster.is_resident(i, j))
         .map(|j| {
-            let load = if cluster.is_resident(i, j) {
-                0.0
-            } else {
-                system.load_ms(i, j)
-            };
-            (j, cluster.rem_ms(j, now) + load, 0, f64::NEG_INFINITY)
+            (
+                j,
+                cluster.rem_ms(j, now) + cluster.load_cost_ms(system, i, j),
+                0,
+            )
         })
-        .collect(); // (host, start, requests, finish)
+        .collect();
+    // When host (j, start) would finish n requests.
+    let finish = |j, start: f64, n| start + group_exec_ms(system, i, j, n);
     for _ in 0..waiting.max(1) {
-        let (h, f) = hosts
-            .iter()
-            .enumerate()
-            .map(|(h, &(j, start, n, _))| (h, start + group_exec_ms(system, i, j, n + 1)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))?;
-        hosts[h].2 += 1;
-        hosts[h].3 = f;
+        let next = hosts
+            .iter_mut()
+            .min_by(|a, b| finish(a.0, a.1, a.2 + 1).total_cmp(&finish(b.0, b.1, b.2 + 1)))?;
+        next.2 += 1;
     }
-    let &(last, _, n, f) = hosts
+    let &(proc, start, n) = hosts
         .iter()
         .filter(|h| h.2 > 0)
-        .max_by(|a, b| a.3.total_cmp(&b.3))?;
+        .max_by(|a, b| finish(a.0, a.1, a.2).total_cmp(&finish(b.0, b.1, b.2)))?;
     Some(Decision {
-        proc: last,
-        batch: n.min(system.max_batch_on(i, last).max(1)),
-        cost_ms: f,
+        proc,
+        batch: n.min(system.max_batch_on(i, proc).max(1)),
+        cost_ms: finish(proc, start, n),
     })
 }
 
@@ -180,11 +175,7 @@ pub fn idle_taker(
 ) -> Option<Decision> {
     let finish_on = |j: ProcId| {
         let k = preferred_fitting(system, i, j, waiting);
-        let load = if cluster.is_resident(i, j) {
-            0.0
-        } else {
-            system.load_ms(i, j)
-        };
+        let load = cluster.load_cost_ms(system, i, j);
         (k, cluster.rem_ms(j, now) + load + system.exec_ms(i, j, k))
     };
     let (k, first) = finish_on(chosen);

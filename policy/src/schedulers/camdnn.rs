@@ -84,9 +84,10 @@
 //!   others that could share its requests stand idle. Two more choices run
 //!   Algorithm 1 with the group-split rule ([`HostRule::GroupFinish`]: the
 //!   requests split so the last finishes soonest), on the residency as it
-//!   is and back on the start-up residency. Median speedup over
-//!   `camdnn-local` 1.005x -> 1.015x on the suite, 1.059x -> 1.066x on
-//!   seeds 2000-2299 (docs/suite.md).
+//!   is and back on the start-up residency; the split stays on the hosts
+//!   where the model is resident. Median speedup over `camdnn-local`
+//!   1.005x -> 1.014x on the suite, 1.059x -> 1.067x on seeds 2000-2299,
+//!   cases there under 0.98x 19 -> 16 (docs/suite.md).
 
 use super::{Batching, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -855,9 +856,10 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
                 }
                 let distrusted = self.record.distrusts(*idx);
                 let score = (!distrusted)
-                    .then(|| match same_as.and_then(|t| scores[t]) {
-                        Some(score) => Some(score),
-                        None => score_choice(system, &probe, &c, now, &window, &ahead, period),
+                    .then(|| {
+                        same_as.and_then(|t| scores[t]).or_else(|| {
+                            score_choice(system, &probe, &c, now, &window, &ahead, period)
+                        })
                     })
                     .flatten();
                 scores[*idx] = score;

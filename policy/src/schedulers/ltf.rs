@@ -36,11 +36,7 @@ impl Scheduler for LongestTaskFirst {
         _waiting: usize,
     ) -> Option<(ProcId, usize)> {
         cheapest_host(system, cluster, i, |j| {
-            let load = if cluster.is_resident(i, j) {
-                0.0
-            } else {
-                system.load_ms(i, j)
-            };
+            let load = cluster.load_cost_ms(system, i, j);
             (cluster.rem_ms(j, now) + load + system.exec_ms(i, j, 1), 0.0)
         })
         .map(|j| (j, 1))
