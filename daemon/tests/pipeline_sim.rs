@@ -367,3 +367,60 @@ fn a_frame_that_cannot_make_its_deadline_is_dropped_at_admission() {
         .and_then(|(_, v)| v.parse::<f64>().ok());
     assert_eq!(drops, Some(1.0), "{text}");
 }
+
+/// Real-time dropping (`pipeline.drop_behind_ms`, the rule the simulator
+/// measures by): while a heavy frame's classifications are queued, a frame
+/// submitted with the pipeline further behind than the limit is answered
+/// `Dropped{overloaded}` at once, and the heavy frame is still answered in
+/// full. Small frames are submitted every 5 ms until the heavy frame is
+/// answered; every one is answered, and some found the pipeline behind.
+#[test]
+fn a_frame_submitted_while_the_pipeline_is_behind_is_dropped_as_overloaded() {
+    let mut cfg = config();
+    for bad in [-1.0, f64::NAN] {
+        cfg.pipeline.drop_behind_ms = Some(bad);
+        let err = cfg.pipeline.check().unwrap_err().to_string();
+        assert!(err.contains("pipeline.drop_behind_ms"), "{err}");
+    }
+    cfg.pipeline.drop_behind_ms = Some(1.0);
+    let built = pipeline::start(&cfg).unwrap();
+    let p = &built.pipeline;
+    let classes = ["person", "car", "bicycle"];
+    let heavy: Vec<(&str, f32)> = (0..60).map(|n| (classes[n % 3], 0.9)).collect();
+    let mut first = submit(p, frame(1, &heavy));
+    let mut small = Vec::new();
+    let answer = loop {
+        match first.try_recv() {
+            Ok(answer) => break answer,
+            Err(oneshot::error::TryRecvError::Empty) => {}
+            Err(e) => panic!("the heavy frame's answer was lost: {e}"),
+        }
+        assert!(small.len() < 2000, "the heavy frame took over 10 s");
+        small.push(submit(p, frame(2 + small.len() as u64, &[("car", 0.8)])));
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    match answer {
+        Outcome::Done(r) => assert_eq!(r.objects.len(), heavy.len()),
+        other => panic!("expected the heavy frame's answer, got {other:?}"),
+    }
+    let outcomes: Vec<Outcome> = small
+        .into_iter()
+        .map(|rx| rx.blocking_recv().expect("every frame is answered"))
+        .collect();
+    let overloaded = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Dropped(DropReason::Overloaded)))
+        .count();
+    assert!(
+        overloaded >= 1,
+        "no frame of {} found the pipeline behind while the heavy frame ran",
+        outcomes.len()
+    );
+    assert!(
+        outcomes.iter().all(|o| matches!(
+            o,
+            Outcome::Done(_) | Outcome::Dropped(DropReason::Overloaded)
+        )),
+        "{outcomes:?}"
+    );
+}

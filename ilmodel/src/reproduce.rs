@@ -189,7 +189,7 @@ pub struct RealTimeRow {
 }
 
 /// The real-time measures on one trace, frames dropped when a unit is more
-/// than one frame period behind.
+/// than one frame period behind ([`camdnn_policy::sim::FrameAdmission::Behind`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RealTime {
     /// What the trace is.
@@ -451,10 +451,7 @@ fn walkthrough(system: &System, policy: &PolicyFiles) -> Result<Walkthrough, Rep
             scene: vec![13, 11, 2],
         }],
     };
-    let no_drop = SimConfig {
-        drop_behind_ms: Some(f64::INFINITY),
-        ..SimConfig::default()
-    };
+    let no_drop = SimConfig::default().no_drop();
     let mut delays = Vec::new();
     let mut local_rem = Vec::new();
     let mut camdnn_rem = Vec::new();

@@ -37,6 +37,24 @@ pub fn reachable(
     earliest_answer_ms(view, cluster, scene, now) <= time_left_ms
 }
 
+/// Whether the pipeline is more than `limit_ms` behind at `now`: some unit's
+/// queued work, plus `held_ms` of work the scheduler still holds
+/// ([`crate::late_binding::Placer::held_work_ms`]), exceeds it. A frame
+/// arriving then is dropped before it costs any work (the simulator's
+/// default and the daemon's `pipeline.drop_behind_ms`): the frames already
+/// in the pipeline keep their deadlines instead of all running late.
+pub fn pipeline_behind(
+    system: &System,
+    cluster: &Cluster,
+    held_ms: f64,
+    now: f64,
+    limit_ms: f64,
+) -> bool {
+    system
+        .proc_ids()
+        .any(|j| cluster.rem_ms(j, now) + held_ms > limit_ms)
+}
+
 /// Deadline admission as the simulator and the daemon run it: the tail
 /// view is rebuilt only when the scheduler's view changed since the last
 /// decision (every estimate update goes through `System::set_pair_timings`,

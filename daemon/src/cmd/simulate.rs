@@ -8,7 +8,8 @@ use camdnn_policy::gen::{heavy_count, Shape};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{
-    fmt_delay, rate_bound, simulate, Accounting, RateBound, SimConfig, SimReport, Trace, OVERLOAD,
+    fmt_delay, rate_bound, simulate, Accounting, FrameAdmission, RateBound, SimConfig, SimReport,
+    Trace, OVERLOAD,
 };
 use camdnn_policy::System;
 
@@ -87,6 +88,15 @@ pub struct Args {
     /// arrival (default: two frame periods).
     #[arg(long)]
     pub deadline_ms: Option<f64>,
+    /// Admit frames as the daemon does with `pipeline.max_in_flight` = N and
+    /// no `pipeline.drop_behind_ms`: at most N frames in the pipeline, a
+    /// frame arriving while it is full waits, and a newer frame supersedes it
+    /// (the older one is dropped); the global step's replays still judge
+    /// their choices with real-time dropping. Default: a frame arriving while
+    /// the pipeline is more than one frame period behind is dropped (the
+    /// daemon's `pipeline.drop_behind_ms`).
+    #[arg(long, conflicts_with = "no_drop")]
+    pub max_in_flight: Option<usize>,
     /// Queue every frame however far behind the pipeline is (the paper's
     /// no-drop mode) instead of dropping frames that arrive more than one
     /// frame period behind.
@@ -176,7 +186,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         drop_step_gap_ms: args.drop_step_gap_ms,
         crop_ms: args.crop_ms,
         crop_threads: args.crop_threads,
-        drop_behind_ms: args.no_drop.then_some(f64::INFINITY),
+        admission: match (args.no_drop, args.max_in_flight) {
+            (true, _) => FrameAdmission::QueueAll,
+            (false, Some(n)) => FrameAdmission::InFlight(n),
+            (false, None) => FrameAdmission::Behind(None),
+        },
         dispatch_ahead_ms: args.dispatch_ahead_ms,
         root_items: args.root_items,
         frame_prep_ms: args.frame_prep_ms,

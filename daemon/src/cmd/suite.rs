@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
-use camdnn_policy::sim::{fmt_delay, SimConfig};
+use camdnn_policy::sim::{fmt_delay, FrameAdmission, SimConfig};
 use camdnn_policy::suite::{hindsight_speedup, run_case, tally, Case, FLOOR_RATIO};
 use camdnn_policy::System;
 
@@ -56,6 +56,15 @@ pub struct Args {
     /// at least this long ago, ms (0: the epoch timer alone; `policy::stepper`).
     #[arg(long, default_value_t = camdnn_policy::stepper::DROP_STEP_GAP_MS)]
     pub drop_step_gap_ms: f64,
+    /// Admit frames as the daemon does with `pipeline.max_in_flight` = N and
+    /// no `pipeline.drop_behind_ms`: at most N frames in the pipeline, a
+    /// frame arriving while it is full waits, and a newer frame supersedes it
+    /// (the older one is dropped); the global step's replays still judge
+    /// their choices with real-time dropping. Default: a frame arriving while
+    /// the pipeline is more than one frame period behind is dropped (the
+    /// daemon's `pipeline.drop_behind_ms`).
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
     /// Sync-timer WaitTime, ms.
     #[arg(long, default_value_t = 5.0)]
     pub wait_ms: f64,
@@ -139,6 +148,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         fps: args.fps,
         epoch_ms: args.epoch_ms,
         drop_step_gap_ms: args.drop_step_gap_ms,
+        admission: args
+            .max_in_flight
+            .map_or(FrameAdmission::Behind(None), FrameAdmission::InFlight),
         ..SimConfig::default()
     };
     let mut cases: Vec<Case> = Vec::new();

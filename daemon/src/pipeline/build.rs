@@ -210,6 +210,7 @@ pub fn start_with(
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         deadline_admission: p.deadline_admission,
+        drop_behind_ms: p.drop_behind_ms,
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
     });

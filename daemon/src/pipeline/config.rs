@@ -78,6 +78,14 @@ pub struct PipelineConfig {
     /// instead of taking processor time (absent: off).
     #[serde(default)]
     pub deadline_admission: Option<f64>,
+    /// Real-time dropping (`policy::admission::pipeline_behind`, the
+    /// simulator's default): a frame submitted while some processor has
+    /// more than this much queued work, ms, the scheduler's held work
+    /// included, is answered `Dropped` (`overloaded`) before it costs any
+    /// work, so the frames already in the pipeline keep their deadlines.
+    /// One camera frame period is the simulator's setting (absent: off).
+    #[serde(default)]
+    pub drop_behind_ms: Option<f64>,
     /// Optional learned global policy (ONNX + sidecar from `ilmodel export`).
     #[serde(default)]
     pub policy: Option<PolicyFiles>,
@@ -695,6 +703,11 @@ impl PipelineConfig {
         if let Some(z) = self.deadline_admission {
             if !(z.is_finite() && z >= 0.0) {
                 bail!("pipeline.deadline_admission = {z}: must be a finite number of standard deviations >= 0 (or left out)");
+            }
+        }
+        if let Some(b) = self.drop_behind_ms {
+            if !(b.is_finite() && b >= 0.0) {
+                bail!("pipeline.drop_behind_ms = {b}: must be a finite number of ms >= 0 (or left out)");
             }
         }
         if let Some(h) = self.dispatch_ahead_ms {

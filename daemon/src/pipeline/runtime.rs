@@ -200,6 +200,8 @@ pub struct Parts {
     pub dispatch_ahead_ms: Option<f64>,
     /// Deadline admission's z (`None`: off).
     pub deadline_admission: Option<f64>,
+    /// Drop a frame submitted while the pipeline is this far behind, ms (`None`: off).
+    pub drop_behind_ms: Option<f64>,
     /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
     pub max_objects: usize,
 }
@@ -260,6 +262,7 @@ pub fn start(parts: Parts) -> Pipeline {
         deadline_admission: parts
             .deadline_admission
             .map(camdnn_policy::admission::Admission::new),
+        drop_behind_ms: parts.drop_behind_ms,
         max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
@@ -378,6 +381,8 @@ struct Actor {
     adapt_profile_out: Option<std::path::PathBuf>,
     /// Deadline admission, when on.
     deadline_admission: Option<camdnn_policy::admission::Admission>,
+    /// Real-time dropping's limit, ms, when on.
+    drop_behind_ms: Option<f64>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     in_flight: Arc<AtomicUsize>,
@@ -510,6 +515,13 @@ impl Actor {
             requests: vec![0; self.system.num_models()],
             objects_dropped: 0,
         };
+        if self.behind() {
+            self.frames.insert(id, state);
+            metrics::counter!("camdnn_behind_drops_total").increment(1);
+            self.finish(id, Some(Outcome::Dropped(DropReason::Overloaded)));
+            self.frame_dropped();
+            return;
+        }
         let root = self
             .system
             .roots()
@@ -577,6 +589,21 @@ impl Actor {
                 });
             }
         }
+    }
+
+    /// Real-time dropping (`pipeline.drop_behind_ms`): whether the pipeline
+    /// is further behind than allowed, as the simulator decides it.
+    fn behind(&self) -> bool {
+        self.drop_behind_ms.is_some_and(|limit| {
+            let held = self.placer.held_work_ms(&self.system);
+            camdnn_policy::admission::pipeline_behind(
+                &self.system,
+                &self.cluster,
+                held,
+                self.now_ms(),
+                limit,
+            )
+        })
     }
 
     /// How many requests of each model `crops` bring (index = `ModelId`).

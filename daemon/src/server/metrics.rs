@@ -396,6 +396,12 @@ pub const FAMILIES: &[Family] = &[
         Single,
     ),
     family(
+        "camdnn_behind_drops_total",
+        Counter,
+        "Frames answered overloaded at submission because the pipeline was further behind than pipeline.drop_behind_ms.",
+        Single,
+    ),
+    family(
         "camdnn_deadline_admission_drops_total",
         Counter,
         "Frames answered deadline_passed before running because they could not make their deadline (pipeline.deadline_admission).",

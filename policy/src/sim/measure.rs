@@ -5,7 +5,9 @@
 //! Definitions (docs/results.md and `camdnnd simulate` use them):
 //! - a frame is **on time** when its result came within the deadline
 //!   (delay <= deadline), **late** when it came after it, **dropped** when
-//!   it never got a result (the pipeline was too far behind);
+//!   it never got a result (the pipeline was too far behind when it
+//!   arrived, a newer frame superseded it while it waited for a place, or
+//!   deadline admission refused it);
 //! - **goodput** = on time / offered;
 //! - **delay percentiles** are nearest-rank percentiles over every offered
 //!   frame, a dropped frame's delay being `+inf` (a miss worse than any

@@ -1,7 +1,8 @@
 //! A discrete-event simulator of the whole pipeline: a camera at F fps, the
 //! detector on its processor, per-object requests prepared after it,
 //! batching, dispatch, processors working through their queues, model loads,
-//! an optional global step every epoch, and real-time frame dropping.
+//! an optional global step every epoch, and the daemon's frame admission
+//! ([`FrameAdmission`]): real-time dropping by default.
 //! Deterministic: the same system, trace, config and scheduler give the
 //! same report.
 
@@ -19,6 +20,7 @@ pub use throttle::{throttled_board, windowed_goodput, Throttle};
 pub use trace::{frame_scene, full_scene, Segment, Trace};
 
 use crate::adapt::{Adapt, AdaptConfig, AdaptCounts};
+use crate::admission::pipeline_behind;
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
 use crate::bound::frame_bound;
 use crate::late_binding::{Batch, Placer};
@@ -44,11 +46,8 @@ pub struct SimConfig {
     pub crop_ms: f64,
     /// Crops prepared in parallel.
     pub crop_threads: usize,
-    /// Drop a new frame when some processor still has more than this much
-    /// queued work, i.e. the pipeline is that far behind, ms (`None`: one
-    /// frame period; `Some(f64::INFINITY)`: the no-drop mode of
-    /// [`SimConfig::no_drop`]).
-    pub drop_behind_ms: Option<f64>,
+    /// Which frames enter the pipeline and when.
+    pub admission: FrameAdmission,
     /// Late binding as the daemon's `pipeline.dispatch_ahead_ms`: a batch
     /// whose chosen host has more queued work than this waits and is placed
     /// when a host catches up, or taken by a nearly idle host that finishes
@@ -77,6 +76,25 @@ pub struct SimConfig {
     pub deadline_admission: Option<DeadlineAdmission>,
 }
 
+/// How camera frames enter the pipeline: the daemon's admission rules.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FrameAdmission {
+    /// A frame arriving while the pipeline is more than this far behind is
+    /// dropped ([`crate::admission::pipeline_behind`], the daemon's
+    /// `pipeline.drop_behind_ms`), ms (`None`: one frame period).
+    Behind(Option<f64>),
+    /// The daemon's `pipeline.max_in_flight` alone (no `drop_behind_ms`):
+    /// at most this many frames are in the pipeline; a frame arriving while
+    /// it is full waits, and a newer frame supersedes it (the older one is
+    /// dropped, newest wins, as the server's pending table does). A waiting
+    /// frame enters when a frame in the pipeline is answered, its delay
+    /// counted from its arrival.
+    InFlight(usize),
+    /// Every frame enters at its arrival however far behind the pipeline is:
+    /// the paper's no-drop mode ([`SimConfig::no_drop`]).
+    QueueAll,
+}
+
 /// Knobs of deadline admission.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DeadlineAdmission {
@@ -96,7 +114,7 @@ impl Default for SimConfig {
             drop_step_gap_ms: crate::stepper::DROP_STEP_GAP_MS,
             crop_ms: 0.5,
             crop_threads: 4,
-            drop_behind_ms: None,
+            admission: FrameAdmission::Behind(None),
             dispatch_ahead_ms: None,
             root_items: 1,
             frame_prep_ms: 0.0,
@@ -113,7 +131,7 @@ impl SimConfig {
     /// however far behind the pipeline is.
     pub fn no_drop(self) -> SimConfig {
         SimConfig {
-            drop_behind_ms: Some(f64::INFINITY),
+            admission: FrameAdmission::QueueAll,
             deadline_admission: None,
             ..self
         }
@@ -342,6 +360,11 @@ struct Sim<'a> {
     next_retry: f64,
     /// The last frame bound computed: (scene, residency, bound ms).
     last_bound: Option<(Vec<u32>, Vec<bool>, f64)>,
+    /// Frames admitted and not yet answered.
+    in_flight: usize,
+    /// The frame waiting for a place in the pipeline, if any
+    /// ([`FrameAdmission::InFlight`]).
+    waiting: Option<usize>,
 }
 
 /// Runs `scheduler` over `trace` on `system`.
@@ -421,6 +444,13 @@ fn run(
             });
         }
     }
+    if cfg.admission == FrameAdmission::InFlight(0) {
+        return Err(SimError::Config {
+            field: "max_in_flight (FrameAdmission::InFlight)",
+            value: 0.0,
+            reason: "must be at least 1",
+        });
+    }
     if cfg.root_items == 0 {
         return Err(SimError::Config {
             field: "root_items",
@@ -496,6 +526,8 @@ fn run(
         placer: Placer::new(cfg.dispatch_ahead_ms),
         next_retry: 0.0,
         last_bound: None,
+        in_flight: 0,
+        waiting: None,
     };
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
@@ -530,7 +562,7 @@ fn run(
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
             Kind::FramePrepared(f) => sim.frame_prepared(ev.t, f)?,
             Kind::Ready { frame, model } => sim.ready(ev.t, frame, model)?,
-            Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model),
+            Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model)?,
             Kind::Retry => {
                 if ev.t >= sim.next_retry {
                     sim.next_retry = 0.0;
@@ -638,16 +670,29 @@ impl Sim<'_> {
             ));
         }
         self.report.frames[f].bound_ms = self.last_bound.as_ref().map_or(f64::NAN, |b| b.2);
-        let limit = self.cfg.drop_behind_ms.unwrap_or(1000.0 / self.cfg.fps);
-        let held = self.placer.held_work_ms(&self.view);
-        if self
-            .system
-            .proc_ids()
-            .any(|j| self.cluster.rem_ms(j, now) + held > limit)
-        {
-            self.drop_frame(now, f); // the pipeline is more than `limit` behind
-            return Ok(());
+        match self.cfg.admission {
+            FrameAdmission::Behind(limit) => {
+                let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
+                let held = self.placer.held_work_ms(&self.view);
+                if pipeline_behind(self.system, &self.cluster, held, now, limit) {
+                    self.drop_frame(now, f);
+                    return Ok(());
+                }
+                self.enter(now, f)
+            }
+            FrameAdmission::InFlight(limit) if self.in_flight >= limit => {
+                if let Some(older) = self.waiting.replace(f) {
+                    self.drop_frame(now, older); // superseded: newest wins
+                }
+                Ok(())
+            }
+            FrameAdmission::InFlight(_) | FrameAdmission::QueueAll => self.enter(now, f),
         }
+    }
+
+    /// Frame f enters the pipeline at `now` (its arrival, or later when it
+    /// waited for a place), unless deadline admission drops it.
+    fn enter(&mut self, now: f64, f: usize) -> Result<(), SimError> {
         if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
             let deadline = d.deadline_ms.unwrap_or(self.cfg.default_deadline_ms());
             let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
@@ -658,6 +703,7 @@ impl Sim<'_> {
                 return Ok(());
             }
         }
+        self.in_flight += 1;
         if self.cfg.frame_prep_ms > 0.0 {
             self.push(now + self.cfg.frame_prep_ms, Kind::FramePrepared(f));
             return Ok(());
@@ -759,7 +805,10 @@ impl Sim<'_> {
         }
     }
 
-    fn model_done(&mut self, now: f64, f: usize, i: ModelId) {
+    /// Model i finished for frame f: its children's requests are released,
+    /// and when it was the frame's last the frame is answered and a waiting
+    /// frame takes its place.
+    fn model_done(&mut self, now: f64, f: usize, i: ModelId) -> Result<(), SimError> {
         let system = self.system;
         let mut step_due = false;
         let fs = self.frames[f]
@@ -797,11 +846,13 @@ impl Sim<'_> {
                 self.batcher.expect(f as u64, c, fs.scene[c.0]);
             }
         }
-        if fs.models_left == 0 {
+        let answered = fs.models_left == 0;
+        if answered {
             self.scene.learn(system, &fs.scene);
             self.report.frames[f].delay_ms = Some(fs.finish - fs.arrival);
             self.report.duration_ms = self.report.duration_ms.max(fs.finish);
             self.frames[f] = None;
+            self.in_flight -= 1;
         }
         for (t, c) in releases {
             self.push(t, Kind::Ready { frame: f, model: c });
@@ -809,6 +860,13 @@ impl Sim<'_> {
         if step_due {
             // The scene mix changed lastingly: re-plan before the epoch timer.
             self.step_if_due(now);
+        }
+        match self.waiting.take() {
+            Some(next) if answered => self.enter(now, next),
+            waiting => {
+                self.waiting = waiting;
+                Ok(())
+            }
         }
     }
 

@@ -35,7 +35,8 @@ use bytes::Bytes;
 use camdnn_policy::bound::{per_request_ms, sustainable_fps};
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{
-    default_deadline_ms, fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace,
+    default_deadline_ms, fmt_delay, simulate, Accounting, FrameAdmission, SimConfig, SimReport,
+    Trace,
 };
 use camdnn_policy::stats::Summary;
 use camdnn_policy::{ModelId, System};
@@ -1403,7 +1404,7 @@ fn simulate_frames(
         crop_ms: host.crop_ms,
         crop_threads: p.prep_threads,
         // The benchmark submits every frame (no admission in front), so none is dropped.
-        drop_behind_ms: Some(f64::MAX),
+        admission: FrameAdmission::QueueAll,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         root_items: host.root_items,
         frame_prep_ms: host.frame_prep_ms,
