@@ -303,7 +303,7 @@ mod tests {
             self.steps.push((now, scene.to_vec(), frames, gpu_a));
             EpochOutcome {
                 loads: 2,
-                step_ms: 0.0,
+                computed: true,
             }
         }
     }

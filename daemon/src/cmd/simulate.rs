@@ -84,6 +84,11 @@ pub struct Args {
     /// its results back), ms.
     #[arg(long, default_value_t = 0.0)]
     pub batch_overhead_ms: f64,
+    /// Time each computed global step holds the scheduler thread, ms (the
+    /// daemon reports it as `camdnn_global_step_seconds`): what arrives
+    /// meanwhile is handled after it (0: steps are free).
+    #[arg(long, default_value_t = 0.0)]
+    pub step_cost_ms: f64,
     /// A frame is on time when answered within this many ms of its
     /// arrival (default: two frame periods).
     #[arg(long)]
@@ -195,6 +200,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         root_items: args.root_items,
         frame_prep_ms: args.frame_prep_ms,
         batch_overhead_ms: args.batch_overhead_ms,
+        step_cost_ms: args.step_cost_ms,
         throttles: args
             .throttle
             .iter()

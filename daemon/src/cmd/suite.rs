@@ -65,6 +65,11 @@ pub struct Args {
     /// daemon's `pipeline.drop_behind_ms`).
     #[arg(long)]
     pub max_in_flight: Option<usize>,
+    /// Time each computed global step holds the scheduler thread, ms (the
+    /// daemon reports it as `camdnn_global_step_seconds`): what arrives
+    /// meanwhile is handled after it (0: steps are free).
+    #[arg(long, default_value_t = 0.0)]
+    pub step_cost_ms: f64,
     /// Sync-timer WaitTime, ms.
     #[arg(long, default_value_t = 5.0)]
     pub wait_ms: f64,
@@ -148,6 +153,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         fps: args.fps,
         epoch_ms: args.epoch_ms,
         drop_step_gap_ms: args.drop_step_gap_ms,
+        step_cost_ms: args.step_cost_ms,
         admission: args
             .max_in_flight
             .map_or(FrameAdmission::Behind(None), FrameAdmission::InFlight),

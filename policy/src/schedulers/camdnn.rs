@@ -808,7 +808,10 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // Following a plan needs one.
         candidates.retain(|c| c.2 != Mode::Plan || c.3.is_some());
         if candidates.is_empty() {
-            return EpochOutcome::default();
+            return EpochOutcome {
+                loads: 0,
+                computed: true,
+            };
         }
         let incumbent = match f.mode {
             Mode::Plan => 1,
@@ -879,7 +882,10 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             best.map_or(incumbent, |b| b.0)
         };
         let Some((_, load, mode, plan)) = candidates.into_iter().find(|c| c.0 == choice) else {
-            return EpochOutcome::default();
+            return EpochOutcome {
+                loads: 0,
+                computed: true,
+            };
         };
         self.choices[choice] += 1;
         let loads = load.map_or(0, |r| cluster.apply_residency(system, now, &r));
@@ -889,7 +895,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         }
         EpochOutcome {
             loads,
-            step_ms: 0.0,
+            computed: true,
         }
     }
 }

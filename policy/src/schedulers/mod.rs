@@ -40,8 +40,11 @@ pub enum Batching {
 pub struct EpochOutcome {
     /// Models loaded by the re-plan.
     pub loads: u32,
-    /// Time the step itself took to compute, ms (0 when not measured).
-    pub step_ms: f64,
+    /// Whether the scheduler computed a step (false for one without a
+    /// global step). The daemon's scheduler thread places nothing while its
+    /// step runs; the simulator holds it for `SimConfig::step_cost_ms`
+    /// after a computed step.
+    pub computed: bool,
 }
 
 /// An online scheduler: places batches on processors one decision at a time.

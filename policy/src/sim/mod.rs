@@ -74,6 +74,12 @@ pub struct SimConfig {
     /// Deadline admission ([`crate::admission`]): a frame whose earliest
     /// answer is later than its deadline is dropped at arrival (`None`: off).
     pub deadline_admission: Option<DeadlineAdmission>,
+    /// Time a computed global step holds the scheduler thread, ms: what
+    /// arrives meanwhile (frames, finished batches, timers) is handled when
+    /// it ends, while the processors go on with the work already placed, as
+    /// in the daemon (0: the step is free; the daemon reports its steps'
+    /// time as `camdnn_global_step_seconds`).
+    pub step_cost_ms: f64,
 }
 
 /// How camera frames enter the pipeline: the daemon's admission rules.
@@ -122,6 +128,7 @@ impl Default for SimConfig {
             throttles: Vec::new(),
             adapt: None,
             deadline_admission: None,
+            step_cost_ms: 0.0,
         }
     }
 }
@@ -365,6 +372,8 @@ struct Sim<'a> {
     /// The frame waiting for a place in the pipeline, if any
     /// ([`FrameAdmission::InFlight`]).
     waiting: Option<usize>,
+    /// Until when a global step holds the scheduler thread, ms.
+    stepping_until: f64,
 }
 
 /// Runs `scheduler` over `trace` on `system`.
@@ -426,6 +435,7 @@ fn run(
         ("crop_ms", cfg.crop_ms),
         ("frame_prep_ms", cfg.frame_prep_ms),
         ("batch_overhead_ms", cfg.batch_overhead_ms),
+        ("step_cost_ms", cfg.step_cost_ms),
     ] {
         if !(value.is_finite() && value >= 0.0) {
             return Err(SimError::Config {
@@ -528,6 +538,7 @@ fn run(
         last_bound: None,
         in_flight: 0,
         waiting: None,
+        stepping_until: f64::NEG_INFINITY,
     };
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
@@ -558,6 +569,12 @@ fn run(
     }
     sim.push_epoch();
     while let Some(ev) = sim.events.pop() {
+        if ev.t < sim.stepping_until {
+            // The scheduler thread is in a global step: handled after it,
+            // in the order they came.
+            sim.push(sim.stepping_until, ev.kind);
+            continue;
+        }
         match ev.kind {
             Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
             Kind::FramePrepared(f) => sim.frame_prepared(ev.t, f)?,
@@ -615,6 +632,9 @@ impl Sim<'_> {
         else {
             return;
         };
+        if step.outcome.computed {
+            self.stepping_until = now + self.cfg.step_cost_ms;
+        }
         self.report.loads += step.outcome.loads;
         self.report.epoch_loads += step.outcome.loads;
         self.report.epochs += 1;

@@ -722,7 +722,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 println!(
                     "\nopen loop at {fps:.2} fps, {} frames: measured mean frame delay {:.1} ms (p50 {:.1}, p99 {:.1}); \
-                     simulator ({}, profile {}, crop_ms {:.3}, frame_prep_ms {:.2} and batch_overhead_ms {:.3} as the pipeline measured them in this open loop): {:.1} ms; measured / simulated = {:.3}",
+                     simulator ({}, profile {}, crop_ms {:.3}, frame_prep_ms {:.2}, batch_overhead_ms {:.3} and step_cost_ms {:.2} as the pipeline measured them in this open loop): {:.1} ms; measured / simulated = {:.3}",
                     open.frames,
                     measured.mean,
                     measured.p50,
@@ -732,6 +732,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     host.crop_ms,
                     host.frame_prep_ms,
                     host.batch_overhead_ms,
+                    host.step_cost_ms,
                     predicted,
                     measured.mean / predicted
                 );
@@ -750,7 +751,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     "measured_dropped": open_acc.dropped, "measured_mean_ms": measured.mean,
                     "simulated_mean_ms": predicted, "ratio": measured.mean / predicted,
                     "crop_ms": host.crop_ms, "frame_prep_ms": host.frame_prep_ms,
-                    "batch_overhead_ms": host.batch_overhead_ms, "scheduler": sim_name,
+                    "batch_overhead_ms": host.batch_overhead_ms,
+                    "step_cost_ms": host.step_cost_ms, "scheduler": sim_name,
                     "open_loop_exec_vs_profile": open_drift});
             }
             None => println!(
@@ -1360,6 +1362,8 @@ struct HostCosts {
     frame_prep_ms: f64,
     /// A batch's cost beyond its run (hand-over and results back), ms.
     batch_overhead_ms: f64,
+    /// One global step's computation on the scheduler thread, ms.
+    step_cost_ms: f64,
     /// Detector requests per frame.
     root_items: u32,
 }
@@ -1379,6 +1383,7 @@ impl HostCosts {
             crop_ms: mean("camdnn_crop_seconds"),
             frame_prep_ms: mean("camdnn_frame_prep_seconds"),
             batch_overhead_ms: mean("camdnn_batch_overhead_seconds"),
+            step_cost_ms: mean("camdnn_global_step_seconds"),
             root_items,
         }
     }
@@ -1412,6 +1417,7 @@ fn simulate_frames(
         throttles: Vec::new(),
         adapt: None,
         deadline_admission: None,
+        step_cost_ms: host.step_cost_ms,
     };
     Ok(simulate(system, s.as_mut(), trace, &sim_cfg)?)
 }
