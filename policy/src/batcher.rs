@@ -131,6 +131,16 @@ impl SyncBatcher {
         }
     }
 
+    /// Whether (frame, model) holds exactly one waiting request: after an
+    /// [`SyncBatcher::arrive`] that released nothing, that request started
+    /// the group's timer, and a driver that wakes per deadline schedules
+    /// one then (later requests of the group share it).
+    pub fn timer_started(&self, frame: u64, model: ModelId) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.frame == frame && g.model == model && g.arrived - g.released == 1)
+    }
+
     /// The earliest running timer's deadline.
     pub fn next_deadline(&self) -> Option<f64> {
         self.groups
@@ -203,7 +213,9 @@ mod tests {
         let mut b = SyncBatcher::new(5.0);
         b.expect(1, M, 10);
         assert_eq!(b.arrive(10.0, 1, M, 4), None);
+        assert!(b.timer_started(1, M), "the first waiting request starts it");
         assert_eq!(b.arrive(12.0, 1, M, 4), None);
+        assert!(!b.timer_started(1, M), "the second shares it");
         assert_eq!(b.next_deadline(), Some(15.0));
         let mut out = Vec::new();
         b.expire(14.9, &mut out);
@@ -213,6 +225,7 @@ mod tests {
         assert_eq!((out[0].count, out[0].reason), (2, FlushReason::Timer));
         // The timer restarts with the next request.
         assert_eq!(b.arrive(20.0, 1, M, 4), None);
+        assert!(b.timer_started(1, M));
         assert_eq!(b.next_deadline(), Some(25.0));
     }
 

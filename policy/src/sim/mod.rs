@@ -563,10 +563,15 @@ fn run(
                 scene: scene.clone(),
                 finish: arrival,
             });
-            sim.push(arrival, Kind::FrameArrives(f));
             f += 1;
         }
     }
+    // The camera's frames come in order: each arrival schedules the next
+    // (a heap of the events in flight, not of the whole trace). Frame f's
+    // event keeps sequence number f + 1, the order it would have had pushed
+    // up front, so ties with other events break as they always did.
+    sim.seq = n_frames as u64;
+    sim.push_arrival(0);
     sim.push_epoch();
     while let Some(ev) = sim.events.pop() {
         if ev.t < sim.stepping_until {
@@ -576,7 +581,10 @@ fn run(
             continue;
         }
         match ev.kind {
-            Kind::FrameArrives(f) => sim.frame_arrives(ev.t, f)?,
+            Kind::FrameArrives(f) => {
+                sim.push_arrival(f + 1);
+                sim.frame_arrives(ev.t, f)?
+            }
             Kind::FramePrepared(f) => sim.frame_prepared(ev.t, f)?,
             Kind::Ready { frame, model } => sim.ready(ev.t, frame, model)?,
             Kind::ModelDone { frame, model } => sim.model_done(ev.t, frame, model)?,
@@ -652,6 +660,17 @@ impl Sim<'_> {
         let due = self.stepper.timer_due_ms();
         if due < self.end_of_camera_ms {
             self.push(due, Kind::Epoch);
+        }
+    }
+
+    /// Frame f's arrival event, if the trace has a frame f.
+    fn push_arrival(&mut self, f: usize) {
+        if let Some(o) = self.report.frames.get(f) {
+            self.events.push(Event {
+                t: o.arrival_ms,
+                seq: f as u64 + 1,
+                kind: Kind::FrameArrives(f),
+            });
         }
     }
 
@@ -898,7 +917,10 @@ impl Sim<'_> {
                 match self.batcher.arrive(now, f as u64, i, target) {
                     Some(fl) => self.flush(now, fl),
                     None => {
-                        self.push(now + wait_ms, Kind::Timer);
+                        // One wake-up per group's timer, at its deadline.
+                        if self.batcher.timer_started(f as u64, i) {
+                            self.push(now + wait_ms, Kind::Timer);
+                        }
                         Ok(())
                     }
                 }
