@@ -12,6 +12,7 @@
 
 use crate::bound::frame_bound;
 use crate::estimate::LiveEstimates;
+use crate::late_binding::Placer;
 use crate::{Cluster, System};
 
 /// The earliest a frame with `scene[i]` requests of every model i (roots
@@ -38,21 +39,22 @@ pub fn reachable(
 }
 
 /// Whether the pipeline is more than `limit_ms` behind at `now`: some unit's
-/// queued work, plus `held_ms` of work the scheduler still holds
-/// ([`crate::late_binding::Placer::held_work_ms`]), exceeds it. A frame
-/// arriving then is dropped before it costs any work (the simulator's
-/// default and the daemon's `pipeline.drop_behind_ms`): the frames already
-/// in the pipeline keep their deadlines instead of all running late.
+/// queued work, plus the work `placer` still holds
+/// ([`Placer::held_work_ms`]), exceeds it. A frame arriving then is dropped
+/// before it costs any work (the simulator's default and the daemon's
+/// `pipeline.drop_behind_ms`): the frames already in the pipeline keep their
+/// deadlines instead of all running late.
 pub fn pipeline_behind(
     system: &System,
     cluster: &Cluster,
-    held_ms: f64,
+    placer: &Placer,
     now: f64,
     limit_ms: f64,
 ) -> bool {
+    let held = placer.held_work_ms(system);
     system
         .proc_ids()
-        .any(|j| cluster.rem_ms(j, now) + held_ms > limit_ms)
+        .any(|j| cluster.rem_ms(j, now) + held > limit_ms)
 }
 
 /// Deadline admission as the simulator and the daemon run it: the tail

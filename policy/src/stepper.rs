@@ -301,10 +301,7 @@ mod tests {
         ) -> EpochOutcome {
             let gpu_a = system.exec_ms(A, GPU, 1);
             self.steps.push((now, scene.to_vec(), frames, gpu_a));
-            EpochOutcome {
-                loads: 2,
-                computed: true,
-            }
+            EpochOutcome::computed(2)
         }
     }
 

@@ -10,36 +10,11 @@ use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, FrameAdmission, SimConfig, SimError, Trace};
 use camdnn_policy::System;
 
-/// One CPU and a detector of 150 ms with one classifier nothing is found for.
+mod common;
+
+/// The tests' board (`common::one_unit`).
 fn one_unit() -> System {
-    System::from_toml(
-        r#"
-name = "one-unit"
-max_batch = 1
-
-[[processor]]
-name = "cpu"
-kind = "cpu"
-max_resident = 2
-
-[[model]]
-name = "detector"
-
-[[model]]
-name = "cls"
-parent = "detector"
-classes = ["thing"]
-
-[profile.detector.cpu]
-exec_ms = [150.0]
-load_ms = 10.0
-
-[profile.cls.cpu]
-exec_ms = [5.0]
-load_ms = 10.0
-"#,
-    )
-    .unwrap()
+    common::one_unit(150.0)
 }
 
 /// Each frame's delay (None: dropped) over five empty frames.

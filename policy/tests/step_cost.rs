@@ -7,35 +7,11 @@ use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Scheduler};
 use camdnn_policy::sim::{simulate, SimConfig, SimError, Trace};
 use camdnn_policy::System;
 
+mod common;
+
+/// The tests' board (`common::one_unit`).
 fn one_unit() -> System {
-    System::from_toml(
-        r#"
-name = "one-unit"
-max_batch = 1
-
-[[processor]]
-name = "cpu"
-kind = "cpu"
-max_resident = 2
-
-[[model]]
-name = "detector"
-
-[[model]]
-name = "cls"
-parent = "detector"
-classes = ["thing"]
-
-[profile.detector.cpu]
-exec_ms = [10.0]
-load_ms = 10.0
-
-[profile.cls.cpu]
-exec_ms = [5.0]
-load_ms = 10.0
-"#,
-    )
-    .unwrap()
+    common::one_unit(10.0)
 }
 
 fn delays(s: &mut dyn Scheduler, step_cost_ms: f64) -> Vec<f64> {

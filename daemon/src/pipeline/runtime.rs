@@ -595,11 +595,10 @@ impl Actor {
     /// is further behind than allowed, as the simulator decides it.
     fn behind(&self) -> bool {
         self.drop_behind_ms.is_some_and(|limit| {
-            let held = self.placer.held_work_ms(&self.system);
             camdnn_policy::admission::pipeline_behind(
                 &self.system,
                 &self.cluster,
-                held,
+                &self.placer,
                 self.now_ms(),
                 limit,
             )

@@ -808,10 +808,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // Following a plan needs one.
         candidates.retain(|c| c.2 != Mode::Plan || c.3.is_some());
         if candidates.is_empty() {
-            return EpochOutcome {
-                loads: 0,
-                computed: true,
-            };
+            return EpochOutcome::computed(0);
         }
         let incumbent = match f.mode {
             Mode::Plan => 1,
@@ -882,10 +879,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             best.map_or(incumbent, |b| b.0)
         };
         let Some((_, load, mode, plan)) = candidates.into_iter().find(|c| c.0 == choice) else {
-            return EpochOutcome {
-                loads: 0,
-                computed: true,
-            };
+            return EpochOutcome::computed(0);
         };
         self.choices[choice] += 1;
         let loads = load.map_or(0, |r| cluster.apply_residency(system, now, &r));
@@ -893,10 +887,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         if let Some(plan) = plan {
             f.set_plan(system, cluster, &input, plan);
         }
-        EpochOutcome {
-            loads,
-            computed: true,
-        }
+        EpochOutcome::computed(loads)
     }
 }
 

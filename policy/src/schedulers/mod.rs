@@ -47,6 +47,16 @@ pub struct EpochOutcome {
     pub computed: bool,
 }
 
+impl EpochOutcome {
+    /// A step that was computed and loaded `loads` models.
+    pub fn computed(loads: u32) -> Self {
+        EpochOutcome {
+            loads,
+            computed: true,
+        }
+    }
+}
+
 /// An online scheduler: places batches on processors one decision at a time.
 pub trait Scheduler {
     /// Name for reports.

@@ -712,8 +712,7 @@ impl Sim<'_> {
         match self.cfg.admission {
             FrameAdmission::Behind(limit) => {
                 let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
-                let held = self.placer.held_work_ms(&self.view);
-                if pipeline_behind(self.system, &self.cluster, held, now, limit) {
+                if pipeline_behind(&self.view, &self.cluster, &self.placer, now, limit) {
                     self.drop_frame(now, f);
                     return Ok(());
                 }
