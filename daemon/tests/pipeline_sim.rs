@@ -10,7 +10,8 @@ use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
-use camdnn_policy::schedulers::{Recording, StepLog};
+use camdnn_policy::schedulers::{Batching, EpochJob, EpochOutcome, Recording, Scheduler, StepLog};
+use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
 use camdnn_protocol::{
     BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,
 };
@@ -423,4 +424,176 @@ fn a_frame_submitted_while_the_pipeline_is_behind_is_dropped_as_overloaded() {
         )),
         "{outcomes:?}"
     );
+}
+
+/// Wraps the pipeline's scheduler: each global step's job waits for the
+/// test's go-ahead (or its sender's drop) before the inner step is
+/// computed, or panics instead when `panic_first` is set, for its first
+/// step; "start" and "finish" are logged as the scheduler thread starts and
+/// applies each step.
+struct Gated {
+    inner: Box<dyn Scheduler + Send>,
+    gate: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
+    panic_first: bool,
+    log: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl Scheduler for Gated {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn batching(&self) -> Batching {
+        self.inner.batching()
+    }
+    fn place(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        i: ModelId,
+        waiting: usize,
+    ) -> Option<(ProcId, usize)> {
+        self.inner.place(system, cluster, now, i, waiting)
+    }
+    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
+        self.inner.batch_target(system, cluster, i)
+    }
+    fn initial_plan(&mut self, system: &System) -> Plan {
+        self.inner.initial_plan(system)
+    }
+    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
+        self.inner.observe_scene(system, cluster, now, scene)
+    }
+    fn start_epoch(
+        &mut self,
+        system: &System,
+        cluster: &Cluster,
+        now: f64,
+        scene: &[u32],
+        frames: f64,
+        epoch_ms: f64,
+    ) -> Option<EpochJob> {
+        self.log.lock().unwrap().push("start");
+        let mut inner = self
+            .inner
+            .start_epoch(system, cluster, now, scene, frames, epoch_ms);
+        let gate = Arc::clone(&self.gate);
+        let panics = std::mem::take(&mut self.panic_first);
+        Some(EpochJob::new(move || {
+            assert!(!panics, "a bug in the global step");
+            let _ = gate.lock().unwrap().recv();
+            if let Some(job) = &mut inner {
+                job.run();
+            }
+            inner
+        }))
+    }
+    fn finish_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        job: EpochJob,
+    ) -> EpochOutcome {
+        self.log.lock().unwrap().push("finish");
+        match job.into_result::<Option<EpochJob>>() {
+            Some(Some(inner)) => self.inner.finish_epoch(system, cluster, now, inner),
+            _ => EpochOutcome::default(),
+        }
+    }
+}
+
+/// The pipeline of `cfg` with its scheduler [`Gated`]: the pipeline, the
+/// gate's sender and the log.
+fn start_gated(
+    cfg: &DaemonConfig,
+    panic_first: bool,
+) -> (
+    pipeline::Built,
+    std::sync::mpsc::Sender<()>,
+    Arc<Mutex<Vec<&'static str>>>,
+) {
+    let (open, gate) = std::sync::mpsc::channel();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (gate, log2) = (Arc::new(Mutex::new(gate)), Arc::clone(&log));
+    let built = pipeline::start_with(cfg, move |inner| {
+        Box::new(Gated {
+            inner,
+            gate,
+            panic_first,
+            log: log2,
+        })
+    })
+    .unwrap();
+    (built, open, log)
+}
+
+/// Waits up to 20 s for `done`, failing with `what`.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let waited = Instant::now();
+    while !done() {
+        assert!(waited.elapsed() < Duration::from_secs(20), "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `rx`'s outcome, failing if none comes within 20 s.
+fn outcome(mut rx: oneshot::Receiver<Outcome>) -> Outcome {
+    let mut got = None;
+    wait_for(
+        "no answer within 20 s: is the scheduler thread blocked?",
+        || {
+            got = rx.try_recv().ok();
+            got.is_some()
+        },
+    );
+    got.expect("answered")
+}
+
+/// The global step is computed on the step thread: while one is away
+/// (here held until the test lets it go), the scheduler thread goes on
+/// answering frames, starts no other step, and applies it when it comes
+/// back; the steps then go on.
+#[test]
+fn frames_are_answered_while_a_global_step_is_computed() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 300.0;
+    let (built, open, log) = start_gated(&cfg, false);
+    wait_for("no global step started", || !log.lock().unwrap().is_empty());
+    for s in 0..3 {
+        let rx = submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)]));
+        assert!(matches!(outcome(rx), Outcome::Done(_)));
+    }
+    assert_eq!(*log.lock().unwrap(), vec!["start"], "one step, still away");
+    open.send(()).unwrap();
+    wait_for("the step was not applied", || {
+        log.lock().unwrap().len() >= 2
+    });
+    drop(open); // the later steps' gates stand open
+    wait_for("no step after it", || log.lock().unwrap().len() >= 4);
+    let rx = submit(&built.pipeline, frame(3, &[("person", 0.9)]));
+    assert!(matches!(outcome(rx), Outcome::Done(_)));
+    built.pipeline.shutdown();
+    let log = log.lock().unwrap();
+    assert_eq!(log[..4], ["start", "finish", "start", "finish"], "{log:?}");
+}
+
+/// A global step that panics on the step thread takes neither the
+/// scheduler thread nor the stepper with it: frames are still answered and
+/// the next step starts.
+#[test]
+fn a_global_step_that_panics_leaves_the_pipeline_serving() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 300.0;
+    let (built, open, log) = start_gated(&cfg, true);
+    drop(open);
+    wait_for("no step after the one that panicked", || {
+        log.lock().unwrap().len() >= 3
+    });
+    assert!(built.is_alive());
+    let rx = submit(&built.pipeline, frame(1, &[("person", 0.9), ("car", 0.8)]));
+    assert!(matches!(outcome(rx), Outcome::Done(_)));
+    built.pipeline.shutdown();
+    let log = log.lock().unwrap();
+    assert_eq!(log[..3], ["start", "finish", "start"], "{log:?}");
 }

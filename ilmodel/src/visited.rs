@@ -94,7 +94,9 @@ pub fn visit(
             let trace = shape.trace(system, seed, heavy);
             let mut camdnn = Camdnn::new(Recorder::new(policy()), wait_ms);
             simulate(system, &mut camdnn, &trace, cfg)?;
-            out.extend(camdnn.global().inputs.iter().cloned());
+            // Every step a simulation starts is applied before it returns.
+            let global = camdnn.global().into_iter();
+            out.extend(global.flat_map(|g| g.inputs.iter().cloned()));
         }
     }
     Ok(out)

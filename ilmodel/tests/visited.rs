@@ -23,7 +23,7 @@ fn every_global_step_is_recorded_and_no_plan_beats_the_ilp_on_it() {
     let policy = MlpPolicy::new(&system, ONNX, SIDECAR).unwrap();
     let mut camdnn = Camdnn::new(Recorder::new(policy), 5.0);
     simulate(&system, &mut camdnn, &trace, &SimConfig::default()).unwrap();
-    let states = &camdnn.global().inputs;
+    let states = &camdnn.global().expect("every step applied").inputs;
     assert_eq!(states.len(), 3, "{states:?}");
     let frames: Vec<f64> = states.iter().map(|s| s.frames_per_epoch).collect();
     assert_eq!(frames, vec![71.0, 70.0, 70.0]);

@@ -3,11 +3,19 @@
 //! the scheduler the daemon runs: the epoch timer, the frames offered since
 //! the last step, the scene the step plans for, the adaptation triggers
 //! that bring a step forward ([`crate::adapt`]), and the step itself
-//! (re-probe, [`Scheduler::on_epoch`], [`Adapt::stepped`]). A driver turns
+//! (re-probe, [`Scheduler::start_epoch`], [`Adapt::stepped`], and
+//! [`Scheduler::finish_epoch`] when the driver applies it). A driver turns
 //! the [`Step`] it gets back into its own side effects (the daemon: model
 //! loads and metrics; the simulator: report counters).
 //!
 //! The semantics, the same for both drivers:
+//! - **Start and apply.** A step starts ([`Stepper::start_if_due`]: the
+//!   scheduler packs its work with a snapshot of the cluster) and is applied
+//!   by [`Stepper::finish`] once the driver has computed it: the daemon on
+//!   its step thread, the simulator `SimConfig::step_cost_ms` later (at once
+//!   at 0, [`Stepper::step_if_due`]). The dispatcher goes on meanwhile; no
+//!   other step starts while one is away. The timer and the frame count
+//!   restart when it starts.
 //! - **Timer.** The first step is due `epoch_ms` after the start; after any
 //!   step, by the timer or by a trigger, the next is due `epoch_ms` after
 //!   it ran. The epoch is the longest time without a step, and a triggered
@@ -32,7 +40,7 @@
 //!   mode, so its runs step on the timer alone.
 
 use crate::adapt::{Adapt, AdaptConfig, Trigger};
-use crate::schedulers::{EpochOutcome, Scheduler};
+use crate::schedulers::{EpochJob, EpochOutcome, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// The least time from the last global step to one a dropped frame brings
@@ -55,7 +63,7 @@ pub enum Cause {
 /// What a global step did, for the driver to act on.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
-    /// When it ran, ms.
+    /// When it started, ms (the driver applied it at its finish).
     pub at_ms: f64,
     /// Why.
     pub cause: Cause,
@@ -67,6 +75,25 @@ pub struct Step {
     /// Processors given their profile's speed back before it planned
     /// ([`Adapt::reprobe`]).
     pub reprobed: Vec<ProcId>,
+}
+
+/// A global step started and not yet applied: its job, if the scheduler has
+/// a step, is for the driver to compute (on another thread, or at once)
+/// before handing it to [`Stepper::finish`].
+#[derive(Debug)]
+pub struct StartedStep {
+    /// When it started, ms.
+    pub at_ms: f64,
+    /// Why.
+    pub cause: Cause,
+    /// The frames it was given: those offered since the previous step, at
+    /// least 1.
+    pub frames: u64,
+    /// Processors given their profile's speed back before it planned.
+    pub reprobed: Vec<ProcId>,
+    /// The scheduler's work ([`Scheduler::start_epoch`]); `None` for a
+    /// scheduler without a global step.
+    pub job: Option<EpochJob>,
 }
 
 /// The global step's clock, inputs and sequence (see the module's doc).
@@ -89,6 +116,9 @@ pub struct Stepper {
     /// The scene the next step plans for: the latest frame's.
     scene: Vec<u32>,
     adapt: Option<Adapt>,
+    /// A started step's job is away (being computed): none starts until it
+    /// is finished.
+    away: bool,
 }
 
 impl Stepper {
@@ -116,6 +146,7 @@ impl Stepper {
             frames: 0,
             scene,
             adapt: adapt.map(|c| Adapt::new(system, c)),
+            away: false,
         }
     }
 
@@ -134,6 +165,9 @@ impl Stepper {
     /// pending, else the timer's (infinite without a timer). A driver wakes
     /// by then.
     pub fn due_ms(&self) -> f64 {
+        if self.away {
+            return f64::INFINITY;
+        }
         self.early.map_or(self.timer_due_ms, |(at, _)| at)
     }
 
@@ -205,17 +239,22 @@ impl Stepper {
         self.raise(now, t)
     }
 
-    /// Runs the global step if one is due at `now`: re-probes idle slow
-    /// processors in `view`, asks the scheduler to re-plan for the latest
-    /// scene with the frames counted, tells adaptation, and restarts the
-    /// timer at `now + epoch_ms`. `None` when no step is due.
-    pub fn step_if_due(
+    /// Starts the global step if one is due at `now` and none is away:
+    /// re-probes idle slow processors in `view`, has the scheduler pack its
+    /// step for the latest scene with the frames counted
+    /// ([`Scheduler::start_epoch`]), tells adaptation, and restarts the
+    /// timer at `now + epoch_ms`. No other step starts until this one is
+    /// handed to [`Stepper::finish`]. `None` when no step is due.
+    pub fn start_if_due(
         &mut self,
         scheduler: &mut dyn Scheduler,
         view: &mut System,
-        cluster: &mut Cluster,
+        cluster: &Cluster,
         now: f64,
-    ) -> Option<Step> {
+    ) -> Option<StartedStep> {
+        if self.away {
+            return None;
+        }
         let cause = match self.early {
             Some((at, cause)) if now >= at => cause,
             _ if now >= self.timer_due_ms => Cause::Timer,
@@ -226,7 +265,7 @@ impl Stepper {
             None => Vec::new(),
         };
         let frames = self.frames.max(1);
-        let outcome = scheduler.on_epoch(
+        let job = scheduler.start_epoch(
             view,
             cluster,
             now,
@@ -241,13 +280,51 @@ impl Stepper {
         self.early = None;
         self.last_step_ms = now;
         self.timer_due_ms = now + self.epoch_ms;
-        Some(Step {
+        self.away = job.is_some();
+        Some(StartedStep {
             at_ms: now,
             cause,
             frames,
-            outcome,
             reprobed,
+            job,
         })
+    }
+
+    /// Applies a step [`Stepper::start_if_due`] started, at `now` (computed
+    /// first if the driver has not run its job).
+    pub fn finish(
+        &mut self,
+        scheduler: &mut dyn Scheduler,
+        view: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        started: StartedStep,
+    ) -> Step {
+        self.away = false;
+        let outcome = match started.job {
+            Some(job) => scheduler.finish_epoch(view, cluster, now, job),
+            None => EpochOutcome::default(),
+        };
+        Step {
+            at_ms: started.at_ms,
+            cause: started.cause,
+            frames: started.frames,
+            outcome,
+            reprobed: started.reprobed,
+        }
+    }
+
+    /// The whole step at once if one is due at `now`: started, computed and
+    /// applied ([`Stepper::start_if_due`], [`Stepper::finish`]).
+    pub fn step_if_due(
+        &mut self,
+        scheduler: &mut dyn Scheduler,
+        view: &mut System,
+        cluster: &mut Cluster,
+        now: f64,
+    ) -> Option<Step> {
+        let started = self.start_if_due(scheduler, view, cluster, now)?;
+        Some(self.finish(scheduler, view, cluster, now, started))
     }
 
     /// Records a trigger adaptation let through at `now` (the first one
@@ -290,18 +367,29 @@ mod tests {
         ) -> Option<(ProcId, usize)> {
             None
         }
-        fn on_epoch(
+        fn start_epoch(
             &mut self,
             system: &System,
-            _: &mut Cluster,
+            _: &Cluster,
             now: f64,
             scene: &[u32],
             frames: f64,
             _: f64,
-        ) -> EpochOutcome {
+        ) -> Option<EpochJob> {
             let gpu_a = system.exec_ms(A, GPU, 1);
             self.steps.push((now, scene.to_vec(), frames, gpu_a));
-            EpochOutcome::computed(2)
+            Some(EpochJob::new(|| 2u32))
+        }
+        fn finish_epoch(
+            &mut self,
+            _: &System,
+            _: &mut Cluster,
+            _: f64,
+            job: EpochJob,
+        ) -> EpochOutcome {
+            EpochOutcome {
+                loads: job.into_result::<u32>().unwrap_or(0),
+            }
         }
     }
 
@@ -369,6 +457,33 @@ mod tests {
         assert_eq!(r.step(3299.0), None);
         let at: Vec<f64> = r.sched.steps.iter().map(|s| s.0).collect();
         assert_eq!(at, vec![1000.0, 2300.0]);
+    }
+
+    #[test]
+    fn no_step_starts_while_one_is_away_and_one_due_meanwhile_starts_after() {
+        let mut r = Rig::new(1000.0, None);
+        r.stepper = r.stepper.with_drop_steps(100.0);
+        let started = r
+            .stepper
+            .start_if_due(&mut r.sched, &mut r.view, &r.cluster, 1000.0)
+            .expect("the timer's step");
+        assert!(started.job.is_some());
+        // Away: nothing is due, not even the timer long past or a drop.
+        assert_eq!(r.stepper.due_ms(), f64::INFINITY);
+        assert!(r.stepper.frame_dropped(1200.0), "the drop's step is due");
+        let none = r
+            .stepper
+            .start_if_due(&mut r.sched, &mut r.view, &r.cluster, 5000.0);
+        assert!(none.is_none(), "a second step started while one is away");
+        assert_eq!(r.stepper.due_ms(), f64::INFINITY);
+        // Applied later: its outcome comes back, and the drop's step is due.
+        let s = r
+            .stepper
+            .finish(&mut r.sched, &r.view, &mut r.cluster, 1050.0, started);
+        assert_eq!((s.at_ms, s.outcome.loads), (1000.0, 2));
+        assert_eq!(r.stepper.due_ms(), 1200.0);
+        assert_eq!(r.step(1200.0).map(|s| s.cause), Some(Cause::Drops));
+        assert_eq!(r.sched.steps.len(), 2);
     }
 
     #[test]

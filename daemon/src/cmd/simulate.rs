@@ -84,9 +84,10 @@ pub struct Args {
     /// its results back), ms.
     #[arg(long, default_value_t = 0.0)]
     pub batch_overhead_ms: f64,
-    /// Time each computed global step holds the scheduler thread, ms (the
-    /// daemon reports it as `camdnn_global_step_seconds`): what arrives
-    /// meanwhile is handled after it (0: steps are free).
+    /// Time each global step takes to compute, ms (the daemon reports it as
+    /// `camdnn_global_step_seconds`): it decides on the state at its start
+    /// and applies this much later, while the dispatcher goes on as it was
+    /// (0: applied at once).
     #[arg(long, default_value_t = 0.0)]
     pub step_cost_ms: f64,
     /// A frame is on time when answered within this many ms of its

@@ -9,6 +9,7 @@ pub mod models;
 mod onnx_meta;
 pub mod prep;
 pub mod runtime;
+mod step_thread;
 pub mod work;
 
 pub use build::{check, drop_unfit_policy, real_engine, scheduler, start, start_with, Built};

@@ -19,7 +19,7 @@ use camdnn_policy::late_binding::Placer;
 use camdnn_policy::retry::LoadRetries;
 use camdnn_policy::scene::SceneEstimator;
 use camdnn_policy::schedulers::Scheduler;
-use camdnn_policy::stepper::{Cause, Stepper};
+use camdnn_policy::stepper::{Cause, StartedStep, Stepper};
 use camdnn_policy::{Cluster, FinishMark, ModelId, ProcId, System};
 use camdnn_protocol::{
     BBox as WireBox, ClassRef, Deadline, DropReason, Frame, FrameResult, ObjectResult, Output,
@@ -31,6 +31,7 @@ use tokio::sync::oneshot;
 use super::health::{PipelineHealth, HEARTBEAT};
 use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::{CropSpec, Job, PrepPool, Prepared};
+use super::step_thread::StepThread;
 use super::work::WorkEstimate;
 use super::{FrameProcessor, Outcome};
 use crate::server::metrics as names;
@@ -68,6 +69,9 @@ pub enum Event {
     /// overloaded or past its deadline): the pipeline is behind, and the
     /// global step may come early. At most one is queued at a time.
     Dropped,
+    /// The step thread computed the global step the scheduler thread
+    /// started: it applies now.
+    StepComputed(StartedStep),
     /// Stop: answer what is left and end the thread.
     Shutdown,
 }
@@ -269,6 +273,7 @@ pub fn start(parts: Parts) -> Pipeline {
         next_batch: 0,
         tx: tx.clone(),
         prep,
+        step_thread: StepThread::start(tx.clone()),
         in_flight: Arc::clone(&in_flight),
         drop_queued: Arc::clone(&drop_queued),
     };
@@ -385,6 +390,8 @@ struct Actor {
     drop_behind_ms: Option<f64>,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
+    /// Computes the global steps this thread starts.
+    step_thread: StepThread,
     in_flight: Arc<AtomicUsize>,
     /// Shared with [`Pipeline`]: an [`Event::Dropped`] is queued.
     drop_queued: Arc<AtomicBool>,
@@ -472,6 +479,10 @@ impl Actor {
             Event::Dropped => {
                 self.drop_queued.store(false, Ordering::Release);
                 self.frame_dropped();
+            }
+            Event::StepComputed(step) => {
+                let now = self.now_ms();
+                self.apply_step(now, step);
             }
             Event::Shutdown => {}
         }
@@ -1380,23 +1391,43 @@ impl Actor {
             .set(self.system.exec_ms(i, j, 1) / 1e3);
     }
 
-    /// The global step if the stepper says one is due at `now` (camdnn:
-    /// re-plan residency and batching for the latest scene, adopted only
-    /// when it pays for its loads), then the workers follow the new
-    /// residency.
+    /// Starts the global step if the stepper says one is due at `now`
+    /// (camdnn: re-plan residency and batching for the latest scene,
+    /// adopted only when it pays for its loads) and hands it to the step
+    /// thread; frames keep being placed until it comes back
+    /// ([`Event::StepComputed`]).
     fn global_step(&mut self, now: f64) {
-        let t0 = Instant::now();
-        let Some(step) = self.stepper.step_if_due(
-            &mut *self.scheduler,
-            &mut self.system,
-            &mut self.cluster,
-            now,
-        ) else {
+        let Some(step) =
+            self.stepper
+                .start_if_due(&mut *self.scheduler, &mut self.system, &self.cluster, now)
+        else {
             return;
         };
         for j in &step.reprobed {
             tracing::info!(processor = %self.system.processors[j.0].name, "re-probing a processor estimated slow that ran nothing lately");
         }
+        let step = match step.job {
+            Some(_) => match self.step_thread.send(step) {
+                Ok(()) => return,
+                Err(step) => step,
+            },
+            None => step,
+        };
+        self.apply_step(now, step);
+    }
+
+    /// Applies a global step at `now`, then the workers follow the new
+    /// residency. Its time from start to applied is
+    /// `camdnn_global_step_seconds`: what the simulator's step cost models.
+    fn apply_step(&mut self, now: f64, started: StartedStep) {
+        let computed = started.job.is_some();
+        let step = self.stepper.finish(
+            &mut *self.scheduler,
+            &self.system,
+            &mut self.cluster,
+            now,
+            started,
+        );
         for j in self.system.proc_ids() {
             self.sync_residency(j);
         }
@@ -1415,7 +1446,10 @@ impl Actor {
             }
             Cause::Timer => {}
         }
-        metrics::histogram!("camdnn_global_step_seconds").record(t0.elapsed().as_secs_f64());
+        if computed {
+            let took_ms = self.now_ms() - step.at_ms;
+            metrics::histogram!("camdnn_global_step_seconds").record((took_ms / 1e3).max(0.0));
+        }
     }
 }
 

@@ -410,7 +410,13 @@ pub const FAMILIES: &[Family] = &[
     family(
         "camdnn_global_step_seconds",
         Histogram,
-        "Time of one global step (re-planning residency and batching), seconds.",
+        "Time of one global step (re-planning residency and batching) from its start on the scheduler thread to its choice applied, computed on the step thread meanwhile, seconds.",
+        Single,
+    ),
+    family(
+        "camdnn_global_step_failures_total",
+        Counter,
+        "Global steps that panicked on the step thread (the scheduler then takes no more global steps; its dispatcher goes on).",
         Single,
     ),
     family(

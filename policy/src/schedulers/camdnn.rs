@@ -88,8 +88,18 @@
 //!   where the model is resident. Median speedup over `camdnn-local`
 //!   1.005x -> 1.014x on the suite, 1.059x -> 1.067x on seeds 2000-2299,
 //!   cases there under 0.98x 19 -> 16 (docs/suite.md).
+//! - the step's own time: on the daemon's scheduler thread a step of about
+//!   10 ms held every frame that arrived during it, and on bursty scenes
+//!   (where the median is the slowest empty frame) that pause cost the
+//!   median its lead over `camdnn-local` (1.067x -> 1.000x on seeds
+//!   2000-2299 at the measured 11.7 ms). The step is now split: the
+//!   scheduler packs its planning state ([`Planner`]) with a snapshot of
+//!   the cluster into an [`EpochJob`] ([`Scheduler::start_epoch`]), the job
+//!   is computed anywhere, and the choice is applied when it comes back
+//!   ([`Scheduler::finish_epoch`]) while the dispatcher goes on meanwhile:
+//!   1.067x there at 11.7 ms (docs/suite.md).
 
-use super::{Batching, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
+use super::{Batching, EpochJob, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
 use crate::sim::{default_deadline_ms, simulate_from, Segment, SimConfig, Trace};
 use crate::{
@@ -99,29 +109,71 @@ use crate::{
 
 /// Local dispatcher plus a [`GlobalPolicy`] every epoch.
 pub struct Camdnn<G: GlobalPolicy> {
-    global: G,
     name: String,
     follow: Follow,
     /// The scenes (request models only, in the system's order) of the frames
     /// seen since the last global step: the window every choice is
     /// evaluated on.
     window: Vec<Vec<u32>>,
-    /// The windows of the last [`HISTORY`] epochs, oldest first, each
-    /// padded to the epoch's offered frames: what a choice is replayed on.
-    history: Vec<Vec<Vec<u32>>>,
-    /// When the last global step ran, ms (0 before the first).
-    last_epoch_ms: f64,
     /// The mode before the first global step.
     start: Mode,
     /// Global steps taken, and how many kept each kind of choice
     /// ([`Camdnn::choices`]).
     choices: [u32; CHOICES],
+    /// What the global step keeps between steps; away (`None`) while a
+    /// step is computed elsewhere ([`Scheduler::start_epoch`]).
+    planner: Option<Planner<G>>,
+}
+
+/// The global step's own state, moved into the [`EpochJob`] that computes a
+/// step and back when it is applied, so the step can run on another thread
+/// while the dispatcher goes on.
+struct Planner<G> {
+    global: G,
+    /// The windows of the last [`HISTORY`] epochs, oldest first, each
+    /// padded to the epoch's offered frames: what a choice is replayed on.
+    history: Vec<Vec<Vec<u32>>>,
+    /// When the last global step ran, ms (0 before the first).
+    last_epoch_ms: f64,
     /// Every choice of the last step as it would have started (dispatcher
     /// and cluster after its loads), to be replayed on the epoch that
     /// followed.
     audit: Option<Audit>,
     /// Each choice's out-of-sample record from those audits.
     record: TrackRecord,
+}
+
+/// Everything a global step decides on, taken when it starts: the board,
+/// the cluster and the dispatcher as they stood, and the frames since the
+/// last step.
+struct StepInput {
+    system: System,
+    cluster: Cluster,
+    follow: Follow,
+    window: Vec<Vec<u32>>,
+    now: f64,
+    scene: Vec<u32>,
+    frames_per_epoch: f64,
+    epoch_ms: f64,
+}
+
+/// What a global step chose: the kind of choice, the residency to load (if
+/// any), the dispatcher's mode and the plan it follows with that plan's
+/// makespan, ms.
+struct StepChoice {
+    choice: usize,
+    load: Option<Plan>,
+    mode: Mode,
+    plan: Option<(Plan, f64)>,
+}
+
+/// A computed step, handed back: the planner, its decision (none when no
+/// choice was possible) and the dispatcher snapshot with the caches the
+/// step filled (the static-DIST mapping, the re-split search).
+struct Computed<G> {
+    planner: Planner<G>,
+    decision: Option<StepChoice>,
+    follow: Follow,
 }
 
 /// Kinds of choice a global step makes ([`Camdnn::choices`]).
@@ -245,7 +297,6 @@ impl<G: GlobalPolicy> Camdnn<G> {
     pub fn new(global: G, wait_ms: f64) -> Self {
         let name = format!("camdnn-{}", global.name());
         Camdnn {
-            global,
             name,
             follow: Follow {
                 local: LocalDispatcher::new(HostRule::PerRequest, wait_ms),
@@ -258,12 +309,15 @@ impl<G: GlobalPolicy> Camdnn<G> {
                 plan_makespan: f64::INFINITY,
             },
             window: Vec::new(),
-            history: Vec::new(),
-            last_epoch_ms: 0.0,
             start: Mode::Local(HostRule::PerRequest),
             choices: [0; CHOICES],
-            audit: None,
-            record: TrackRecord::default(),
+            planner: Some(Planner {
+                global,
+                history: Vec::new(),
+                last_epoch_ms: 0.0,
+                audit: None,
+                record: TrackRecord::default(),
+            }),
         }
     }
 
@@ -282,9 +336,9 @@ impl<G: GlobalPolicy> Camdnn<G> {
         self
     }
 
-    /// The global policy.
-    pub fn global(&self) -> &G {
-        &self.global
+    /// The global policy (`None` while a step is computed elsewhere).
+    pub fn global(&self) -> Option<&G> {
+        self.planner.as_ref().map(|p| &p.global)
     }
 
     /// The plan the dispatcher follows (last global step, or its re-split
@@ -612,7 +666,7 @@ fn lookahead(
     vec![latest; n]
 }
 
-impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
+impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -648,8 +702,8 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     fn initial_plan(&mut self, system: &System) -> Plan {
         self.follow.mode = self.start;
         self.follow.plan_residency.clear();
-        if self.start == Mode::Plan {
-            let global = &mut self.global;
+        if let (Mode::Plan, Some(planner)) = (self.start, &mut self.planner) {
+            let global = &mut planner.global;
             let plan = super::start_plan(system, |input| global.plan(system, input));
             self.follow.plan = Some(plan.clone());
             return super::fill_free_slots(system, &plan);
@@ -677,17 +731,98 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
     /// another is clearly better (on delay alone by a wider margin without
     /// a record that proves such wins). A choice whose [`TrackRecord`] is
     /// clearly behind the default's is left out. Without a window, the
-    /// plans are compared by [`beats`].
-    fn on_epoch(
+    /// plans are compared by [`beats`]. All of it is packed as the job,
+    /// with copies of the board, the cluster and the dispatcher at `now`;
+    /// the planning state travels with it and comes back at
+    /// [`Scheduler::finish_epoch`] (until then no other step starts).
+    fn start_epoch(
         &mut self,
         system: &System,
-        cluster: &mut Cluster,
+        cluster: &Cluster,
         now: f64,
         scene: &[u32],
         frames_per_epoch: f64,
         epoch_ms: f64,
+    ) -> Option<EpochJob> {
+        let mut planner = self.planner.take()?;
+        let mut input = StepInput {
+            system: system.clone(),
+            cluster: cluster.clone(),
+            follow: self.follow.clone(),
+            window: std::mem::take(&mut self.window),
+            now,
+            scene: scene.to_vec(),
+            frames_per_epoch,
+            epoch_ms,
+        };
+        Some(EpochJob::new(move || {
+            let decision = planner.decide(&mut input);
+            Computed {
+                planner,
+                decision,
+                follow: input.follow,
+            }
+        }))
+    }
+
+    /// Applies a step [`Scheduler::start_epoch`] started: the chosen
+    /// residency's loads start at `now`, the dispatcher takes the chosen
+    /// mode and plan. A unit that left service since the step started is
+    /// not loaded ([`Cluster::apply_residency`] loads only what it can host).
+    fn finish_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        job: EpochJob,
     ) -> EpochOutcome {
-        let mut window = std::mem::take(&mut self.window);
+        let Some(done) = job.into_result::<Computed<G>>() else {
+            return EpochOutcome::default();
+        };
+        self.planner = Some(done.planner);
+        let f = &mut self.follow;
+        if f.fixed.is_none() {
+            f.fixed = done.follow.fixed;
+        }
+        if f.resplit.is_none() {
+            f.resplit = done.follow.resplit;
+        }
+        let Some(d) = done.decision else {
+            return EpochOutcome::default();
+        };
+        self.choices[d.choice] += 1;
+        let loads = d
+            .load
+            .map_or(0, |r| cluster.apply_residency(system, now, &r));
+        f.mode = d.mode;
+        if let Some((plan, makespan)) = d.plan {
+            f.plan = Some(plan);
+            f.plan_makespan = makespan;
+            f.plan_residency.clear();
+            f.plan_residency.extend_from_slice(cluster.residency());
+        }
+        EpochOutcome { loads }
+    }
+}
+
+impl<G: GlobalPolicy> Planner<G> {
+    /// Decides a global step on what it was given (see
+    /// [`Scheduler::start_epoch`] for [`Camdnn`]): the audit of the last
+    /// step's choices, then every choice replayed and the best kept.
+    fn decide(&mut self, input: &mut StepInput) -> Option<StepChoice> {
+        let StepInput {
+            system,
+            cluster,
+            follow: f,
+            window,
+            now,
+            scene,
+            frames_per_epoch,
+            epoch_ms,
+        } = input;
+        let (system, cluster, now, scene) = (&*system, &*cluster, *now, scene.as_slice());
+        let (frames_per_epoch, epoch_ms) = (*frames_per_epoch, *epoch_ms);
+        let mut window = std::mem::take(window);
         // Frames dropped before their detector ran were never observed:
         // each observed scene stands for its share of the epoch's frames.
         let offered = frames_per_epoch.round() as usize;
@@ -747,7 +882,6 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // No plan of the policy's fits when the scene needs more models than
         // the slots hold; the other choices are still offered.
         let new = repair(system, &input, &self.global.plan(system, &input)).ok();
-        let f = &mut self.follow;
         let search = f.resplit.get_or_insert_with(|| Search::new(system));
         let stay = stay_split(system, &input, search);
         let fixed = f
@@ -808,7 +942,7 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
         // Following a plan needs one.
         candidates.retain(|c| c.2 != Mode::Plan || c.3.is_some());
         if candidates.is_empty() {
-            return EpochOutcome::computed(0);
+            return None;
         }
         let incumbent = match f.mode {
             Mode::Plan => 1,
@@ -878,16 +1012,18 @@ impl<G: GlobalPolicy> Scheduler for Camdnn<G> {
             self.audit = Some(Audit { at_ms: now, probes });
             best.map_or(incumbent, |b| b.0)
         };
-        let Some((_, load, mode, plan)) = candidates.into_iter().find(|c| c.0 == choice) else {
-            return EpochOutcome::computed(0);
-        };
-        self.choices[choice] += 1;
-        let loads = load.map_or(0, |r| cluster.apply_residency(system, now, &r));
-        f.mode = mode;
-        if let Some(plan) = plan {
-            f.set_plan(system, cluster, &input, plan);
-        }
-        EpochOutcome::computed(loads)
+        let (_, load, mode, plan) = candidates.into_iter().find(|c| c.0 == choice)?;
+        let det = Detector::fastest(system);
+        let plan = plan.map(|p| {
+            let makespan = p.makespan_ms(system, &input, det);
+            (p, makespan)
+        });
+        Some(StepChoice {
+            choice,
+            load,
+            mode,
+            plan,
+        })
     }
 }
 
@@ -993,7 +1129,13 @@ mod tests {
                 5000.0,
             );
         }
-        s.history.iter().map(|w| w.len()).collect()
+        s.planner
+            .as_ref()
+            .expect("no step away")
+            .history
+            .iter()
+            .map(|w| w.len())
+            .collect()
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub use local::LocalDispatcher;
 pub use ltf::LongestTaskFirst;
 pub use recording::{Recording, StepLog};
 
+use std::any::Any;
+
 use crate::{repair, Cluster, ModelId, Plan, PlanInput, ProcId, System};
 
 /// How a scheduler wants requests of one (frame, model) grouped before
@@ -40,20 +42,66 @@ pub enum Batching {
 pub struct EpochOutcome {
     /// Models loaded by the re-plan.
     pub loads: u32,
-    /// Whether the scheduler computed a step (false for one without a
-    /// global step). The daemon's scheduler thread places nothing while its
-    /// step runs; the simulator holds it for `SimConfig::step_cost_ms`
-    /// after a computed step.
-    pub computed: bool,
 }
 
-impl EpochOutcome {
-    /// A step that was computed and loaded `loads` models.
-    pub fn computed(loads: u32) -> Self {
-        EpochOutcome {
-            loads,
-            computed: true,
+/// A global step's work, packed by [`Scheduler::start_epoch`] with all it
+/// decides on (its own copies of the board, the cluster and the planning
+/// state), so a driver can compute it on another thread while the
+/// dispatcher goes on: the daemon's step thread, or the simulator at once,
+/// applying it [`crate::sim::SimConfig::step_cost_ms`] later. Handed back to
+/// the same scheduler's [`Scheduler::finish_epoch`].
+pub struct EpochJob {
+    state: JobState,
+}
+
+type Work = Box<dyn FnOnce() -> Box<dyn Any + Send> + Send>;
+
+enum JobState {
+    Pending(Work),
+    Done(Box<dyn Any + Send>),
+    /// Its work panicked: no result.
+    Lost,
+}
+
+impl EpochJob {
+    /// A job whose result is what `work` returns.
+    pub fn new<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Self {
+        EpochJob {
+            state: JobState::Pending(Box::new(move || Box::new(work()) as Box<dyn Any + Send>)),
         }
+    }
+
+    /// Computes the step, if not yet done. If the work panics, the job
+    /// has no result ([`EpochJob::into_result`] is `None`).
+    pub fn run(&mut self) {
+        if !matches!(self.state, JobState::Pending(_)) {
+            return;
+        }
+        if let JobState::Pending(work) = std::mem::replace(&mut self.state, JobState::Lost) {
+            self.state = JobState::Done(work());
+        }
+    }
+
+    /// The result, computed first if need be; `None` if the work panicked
+    /// or its result is not a `T` (a job handed to a scheduler other than
+    /// the one that started it).
+    pub fn into_result<T: 'static>(mut self) -> Option<T> {
+        self.run();
+        match self.state {
+            JobState::Done(r) => r.downcast::<T>().ok().map(|b| *b),
+            JobState::Pending(_) | JobState::Lost => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for EpochJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state {
+            JobState::Pending(_) => "pending",
+            JobState::Done(_) => "done",
+            JobState::Lost => "lost",
+        };
+        f.debug_struct("EpochJob").field("state", &state).finish()
     }
 }
 
@@ -103,19 +151,51 @@ pub trait Scheduler {
     /// once its detector has run (detectors' entries are 1).
     fn observe_scene(&mut self, _system: &System, _cluster: &Cluster, _now: f64, _scene: &[u32]) {}
 
-    /// The global step, called every epoch with the most recent scene, the
-    /// frames offered since the last step and the epoch, ms (the longest
-    /// time between two steps; infinite without a timer).
-    fn on_epoch(
+    /// Starts the global step, due every epoch, for the most recent scene
+    /// with the frames offered since the last step and the epoch, ms (the
+    /// longest time between two steps; infinite without a timer): the job
+    /// that computes it from a snapshot of `cluster` at `now`, to run
+    /// anywhere and hand back to [`Scheduler::finish_epoch`]; the scheduler
+    /// keeps placing meanwhile as it did. `None`: no global step (or one
+    /// still away).
+    fn start_epoch(
         &mut self,
         _system: &System,
-        _cluster: &mut Cluster,
+        _cluster: &Cluster,
         _now: f64,
         _scene: &[u32],
         _frames_per_epoch: f64,
         _epoch_ms: f64,
+    ) -> Option<EpochJob> {
+        None
+    }
+
+    /// Applies the step `job` computed, at `now` (its loads start then).
+    fn finish_epoch(
+        &mut self,
+        _system: &System,
+        _cluster: &mut Cluster,
+        _now: f64,
+        _job: EpochJob,
     ) -> EpochOutcome {
         EpochOutcome::default()
+    }
+
+    /// The whole global step at `now`: started, computed and applied at
+    /// once.
+    fn on_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        scene: &[u32],
+        frames_per_epoch: f64,
+        epoch_ms: f64,
+    ) -> EpochOutcome {
+        match self.start_epoch(system, cluster, now, scene, frames_per_epoch, epoch_ms) {
+            Some(job) => self.finish_epoch(system, cluster, now, job),
+            None => EpochOutcome::default(),
+        }
     }
 }
 
@@ -258,4 +338,33 @@ pub fn by_name(system: &System, name: &str, wait_ms: f64) -> Option<Box<dyn Sche
         "ltf" => Box::new(LongestTaskFirst),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EpochJob;
+
+    #[test]
+    fn a_job_runs_once_and_hands_back_its_result_of_its_type_only() {
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counted = std::sync::Arc::clone(&runs);
+        let mut job = EpochJob::new(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            7u32
+        });
+        job.run();
+        job.run();
+        assert_eq!(job.into_result::<u32>(), Some(7));
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(EpochJob::new(|| 7u32).into_result::<f64>(), None);
+    }
+
+    #[test]
+    fn a_job_whose_work_panicked_has_no_result() {
+        let mut job = EpochJob::new(|| -> u32 { panic!("a bug in the step") });
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run()));
+        assert!(caught.is_err());
+        assert_eq!(format!("{job:?}"), r#"EpochJob { state: "lost" }"#);
+        assert_eq!(job.into_result::<u32>(), None);
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Batching, EpochOutcome, Scheduler};
+use super::{Batching, EpochJob, EpochOutcome, Scheduler};
 use crate::{Cluster, ModelId, Plan, ProcId, System};
 
 /// The global steps recorded: (now, ms; frames the step was given).
@@ -63,19 +63,28 @@ impl Scheduler for Recording {
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
         self.inner.observe_scene(system, cluster, now, scene)
     }
-    fn on_epoch(
+    fn start_epoch(
         &mut self,
         system: &System,
-        cluster: &mut Cluster,
+        cluster: &Cluster,
         now: f64,
         scene: &[u32],
         frames: f64,
         epoch_ms: f64,
-    ) -> EpochOutcome {
+    ) -> Option<EpochJob> {
         if let Ok(mut steps) = self.steps.lock() {
             steps.push((now, frames));
         }
         self.inner
-            .on_epoch(system, cluster, now, scene, frames, epoch_ms)
+            .start_epoch(system, cluster, now, scene, frames, epoch_ms)
+    }
+    fn finish_epoch(
+        &mut self,
+        system: &System,
+        cluster: &mut Cluster,
+        now: f64,
+        job: EpochJob,
+    ) -> EpochOutcome {
+        self.inner.finish_epoch(system, cluster, now, job)
     }
 }

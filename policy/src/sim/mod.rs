@@ -27,7 +27,7 @@ use crate::late_binding::{Batch, Placer};
 use crate::scene::SceneEstimator;
 use crate::schedulers::{Batching, Scheduler};
 use crate::stats::Summary;
-use crate::stepper::{Cause, Stepper};
+use crate::stepper::{Cause, StartedStep, Stepper};
 use crate::{Cluster, InputError, ModelId, Placement, ProcId, System};
 
 /// Simulation knobs.
@@ -74,11 +74,11 @@ pub struct SimConfig {
     /// Deadline admission ([`crate::admission`]): a frame whose earliest
     /// answer is later than its deadline is dropped at arrival (`None`: off).
     pub deadline_admission: Option<DeadlineAdmission>,
-    /// Time a computed global step holds the scheduler thread, ms: what
-    /// arrives meanwhile (frames, finished batches, timers) is handled when
-    /// it ends, while the processors go on with the work already placed, as
-    /// in the daemon (0: the step is free; the daemon reports its steps'
-    /// time as `camdnn_global_step_seconds`).
+    /// Time a global step takes to compute, ms: it decides on the state at
+    /// its start and its choice applies (loads start, the dispatcher
+    /// switches) this much later, while the dispatcher goes on as it was,
+    /// as on the daemon's step thread (0: applied at once; the daemon
+    /// reports its steps' time as `camdnn_global_step_seconds`).
     pub step_cost_ms: f64,
 }
 
@@ -300,6 +300,8 @@ enum Kind {
     /// A host with held work behind it is within the horizon of idle.
     Retry,
     Epoch,
+    /// The global step started `step_cost_ms` ago applies.
+    StepApplies,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -372,8 +374,8 @@ struct Sim<'a> {
     /// The frame waiting for a place in the pipeline, if any
     /// ([`FrameAdmission::InFlight`]).
     waiting: Option<usize>,
-    /// Until when a global step holds the scheduler thread, ms.
-    stepping_until: f64,
+    /// The global step being computed, applied at its `StepApplies` event.
+    away_step: Option<StartedStep>,
 }
 
 /// Runs `scheduler` over `trace` on `system`.
@@ -538,7 +540,7 @@ fn run(
         last_bound: None,
         in_flight: 0,
         waiting: None,
-        stepping_until: f64::NEG_INFINITY,
+        away_step: None,
     };
     let period = 1000.0 / cfg.fps;
     let mut f = 0;
@@ -574,12 +576,6 @@ fn run(
     sim.push_arrival(0);
     sim.push_epoch();
     while let Some(ev) = sim.events.pop() {
-        if ev.t < sim.stepping_until {
-            // The scheduler thread is in a global step: handled after it,
-            // in the order they came.
-            sim.push(sim.stepping_until, ev.kind);
-            continue;
-        }
         match ev.kind {
             Kind::FrameArrives(f) => {
                 sim.push_arrival(f + 1);
@@ -602,6 +598,13 @@ fn run(
                 }
             }
             Kind::Epoch => sim.step_if_due(ev.t),
+            Kind::StepApplies => {
+                if let Some(started) = sim.away_step.take() {
+                    sim.apply_step(ev.t, started);
+                }
+                // A trigger raised while it was away steps now.
+                sim.step_if_due(ev.t);
+            }
             Kind::BatchDone {
                 model,
                 proc,
@@ -629,20 +632,36 @@ impl Sim<'_> {
     /// The global step, if the stepper says one is due at `now` and the
     /// camera still runs (none after it stopped), then the timer's next
     /// event. An `Epoch` event the step made stale (a triggered step moved
-    /// the timer) finds nothing due.
+    /// the timer) finds nothing due. With a step cost the step applies that
+    /// much later ([`SimConfig::step_cost_ms`]).
     fn step_if_due(&mut self, now: f64) {
         if now >= self.end_of_camera_ms {
             return;
         }
-        let Some(step) =
+        let Some(started) =
             self.stepper
-                .step_if_due(&mut *self.sched, &mut self.view, &mut self.cluster, now)
+                .start_if_due(&mut *self.sched, &mut self.view, &self.cluster, now)
         else {
             return;
         };
-        if step.outcome.computed {
-            self.stepping_until = now + self.cfg.step_cost_ms;
+        if started.job.is_some() && self.cfg.step_cost_ms > 0.0 {
+            self.away_step = Some(started);
+            self.push(now + self.cfg.step_cost_ms, Kind::StepApplies);
+        } else {
+            self.apply_step(now, started);
         }
+        self.push_epoch();
+    }
+
+    /// Applies a started global step at `now` and counts it.
+    fn apply_step(&mut self, now: f64, started: StartedStep) {
+        let step = self.stepper.finish(
+            &mut *self.sched,
+            &self.view,
+            &mut self.cluster,
+            now,
+            started,
+        );
         self.report.loads += step.outcome.loads;
         self.report.epoch_loads += step.outcome.loads;
         self.report.epochs += 1;
@@ -651,7 +670,6 @@ impl Sim<'_> {
             Cause::Drops => self.report.drop_epochs += 1,
             Cause::Timer => {}
         }
-        self.push_epoch();
     }
 
     /// An `Epoch` event when the stepper's timer is next due, if before the

@@ -1,0 +1,82 @@
+//! The global step's own thread. The scheduler thread starts a step
+//! (`policy::stepper::Stepper::start_if_due`: the scheduler packs its work
+//! with a snapshot of the cluster) and hands it here; this thread computes
+//! it and hands it back as [`Event::StepComputed`], and the scheduler thread
+//! applies it. Frames keep being placed meanwhile: a step of ~10 ms on the
+//! scheduler thread held every frame that arrived during it, and on bursty
+//! scenes that cost camdnn its lead over `camdnn-local` (docs/suite.md).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use camdnn_policy::stepper::StartedStep;
+
+use super::runtime::Event;
+
+/// The thread and the way to it.
+pub struct StepThread {
+    tx: Option<mpsc::Sender<StartedStep>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StepThread {
+    /// Starts the thread; computed steps go to `events`.
+    pub fn start(events: mpsc::Sender<Event>) -> Self {
+        // Unbounded, bounded by the stepper: one step is away at a time.
+        let (tx, rx) = mpsc::channel::<StartedStep>();
+        let thread = std::thread::Builder::new()
+            .name("camdnn-step".into())
+            .spawn(move || {
+                for mut step in rx {
+                    // A panic in the step loses its planning state: the
+                    // scheduler then takes no more global steps (its
+                    // dispatcher goes on) and the step comes back empty.
+                    let computed = catch_unwind(AssertUnwindSafe(|| {
+                        if let Some(job) = &mut step.job {
+                            job.run();
+                        }
+                    }));
+                    if computed.is_err() {
+                        tracing::error!("the global step panicked: no more global steps; the dispatcher goes on as it was");
+                        metrics::counter!("camdnn_global_step_failures_total").increment(1);
+                    }
+                    if events.send(Event::StepComputed(step)).is_err() {
+                        return;
+                    }
+                }
+            });
+        match thread {
+            Ok(thread) => StepThread {
+                tx: Some(tx),
+                thread: Some(thread),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "no thread for the global step: it runs on the scheduler thread");
+                StepThread {
+                    tx: None,
+                    thread: None,
+                }
+            }
+        }
+    }
+
+    /// Hands `step` to the thread; gives it back if the thread is gone, for
+    /// the caller to compute itself.
+    pub fn send(&self, step: StartedStep) -> Result<(), StartedStep> {
+        match &self.tx {
+            Some(tx) => tx.send(step).map_err(|mpsc::SendError(s)| s),
+            None => Err(step),
+        }
+    }
+}
+
+impl Drop for StepThread {
+    /// Closes the way in and waits for a step under way (one step's time).
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
