@@ -384,7 +384,34 @@ fn a_frame_submitted_while_the_pipeline_is_behind_is_dropped_as_overloaded() {
         assert!(err.contains("pipeline.drop_behind_ms"), "{err}");
     }
     cfg.pipeline.drop_behind_ms = Some(1.0);
-    let built = pipeline::start(&cfg).unwrap();
+    frames_find_the_pipeline_behind(&cfg);
+}
+
+/// `drop_behind_periods`: the limit is the frame's own stream period,
+/// learnt from its frames (here their arrival, 5 ms apart: the test's
+/// frames carry no capture time), so the small frames find the pipeline
+/// behind while the heavy one runs. Set with `drop_behind_ms`, or not a
+/// positive number, it is refused.
+#[test]
+fn a_frame_is_dropped_when_the_pipeline_is_a_period_of_its_own_stream_behind() {
+    let mut cfg = config();
+    for bad in [0.0, -1.0, f64::NAN] {
+        cfg.pipeline.drop_behind_periods = Some(bad);
+        let err = cfg.pipeline.check().unwrap_err().to_string();
+        assert!(err.contains("pipeline.drop_behind_periods"), "{err}");
+    }
+    cfg.pipeline.drop_behind_periods = Some(1.0);
+    cfg.pipeline.drop_behind_ms = Some(71.4);
+    let err = cfg.pipeline.check().unwrap_err().to_string();
+    assert!(err.contains("both set"), "{err}");
+    cfg.pipeline.drop_behind_ms = None;
+    frames_find_the_pipeline_behind(&cfg);
+}
+
+/// Small frames submitted every 5 ms while a heavy one runs: at least one
+/// is answered `Dropped(Overloaded)`, the rest and the heavy one are served.
+fn frames_find_the_pipeline_behind(cfg: &DaemonConfig) {
+    let built = pipeline::start(cfg).unwrap();
     let p = &built.pipeline;
     let classes = ["person", "car", "bicycle"];
     let heavy: Vec<(&str, f32)> = (0..60).map(|n| (classes[n % 3], 0.9)).collect();

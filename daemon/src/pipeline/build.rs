@@ -18,6 +18,7 @@ use camdnn_vision::Layout;
 
 use super::config::{ModelEntry, PipelineConfig, ProcessorEntry};
 use super::models::ModelRuntime;
+use super::runtime::DropBehind;
 use super::runtime::{self, Parts, Pipeline};
 use crate::config::DaemonConfig;
 
@@ -210,7 +211,11 @@ pub fn start_with(
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         deadline_admission: p.deadline_admission,
-        drop_behind_ms: p.drop_behind_ms,
+        drop_behind: match (p.drop_behind_ms, p.drop_behind_periods) {
+            (Some(ms), _) => Some(DropBehind::Ms(ms)),
+            (None, Some(n)) => Some(DropBehind::Periods(n)),
+            (None, None) => None,
+        },
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
     });

@@ -86,6 +86,15 @@ pub struct PipelineConfig {
     /// One camera frame period is the simulator's setting (absent: off).
     #[serde(default)]
     pub drop_behind_ms: Option<f64>,
+    /// Real-time dropping held to each camera's own period, estimated from
+    /// its frames (`policy::frame_period`: their capture times, else their
+    /// arrival, per sequence number): a frame is dropped as with
+    /// `drop_behind_ms` at this many of its stream's frame periods, so the
+    /// operator need not know the cameras' rates. 1 is the simulator's
+    /// setting. A stream's first frame has no period yet and is not dropped.
+    /// Not with `drop_behind_ms` (absent: off).
+    #[serde(default)]
+    pub drop_behind_periods: Option<f64>,
     /// Optional learned global policy (ONNX + sidecar from `ilmodel export`).
     #[serde(default)]
     pub policy: Option<PolicyFiles>,
@@ -708,6 +717,14 @@ impl PipelineConfig {
         if let Some(b) = self.drop_behind_ms {
             if !(b.is_finite() && b >= 0.0) {
                 bail!("pipeline.drop_behind_ms = {b}: must be a finite number of ms >= 0 (or left out)");
+            }
+        }
+        if let Some(n) = self.drop_behind_periods {
+            if !(n.is_finite() && n > 0.0) {
+                bail!("pipeline.drop_behind_periods = {n}: must be a finite number of frame periods > 0 (or left out)");
+            }
+            if self.drop_behind_ms.is_some() {
+                bail!("pipeline.drop_behind_periods and pipeline.drop_behind_ms are both set: set one (a fixed limit in ms, or one held to each camera's period)");
             }
         }
         if let Some(h) = self.dispatch_ahead_ms {

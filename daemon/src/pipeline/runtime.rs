@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use camdnn_engine::{EngineError, ModelSource, Reply, RunReport, Tensor, WorkerHandle};
 use camdnn_policy::batcher::{Flush, FlushReason, SyncBatcher};
+use camdnn_policy::frame_period::FramePeriods;
 use camdnn_policy::late_binding::Placer;
 use camdnn_policy::retry::LoadRetries;
 use camdnn_policy::scene::SceneEstimator;
@@ -205,9 +206,18 @@ pub struct Parts {
     /// Deadline admission's z (`None`: off).
     pub deadline_admission: Option<f64>,
     /// Drop a frame submitted while the pipeline is this far behind, ms (`None`: off).
-    pub drop_behind_ms: Option<f64>,
+    pub drop_behind: Option<DropBehind>,
     /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
     pub max_objects: usize,
+}
+
+/// Real-time dropping's limit (`policy::admission::pipeline_behind`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DropBehind {
+    /// A fixed limit, ms (`pipeline.drop_behind_ms`).
+    Ms(f64),
+    /// This many of the frame's own stream period (`pipeline.drop_behind_periods`).
+    Periods(f64),
 }
 
 /// Starts the scheduler thread and returns the pipeline handle.
@@ -266,7 +276,8 @@ pub fn start(parts: Parts) -> Pipeline {
         deadline_admission: parts
             .deadline_admission
             .map(camdnn_policy::admission::Admission::new),
-        drop_behind_ms: parts.drop_behind_ms,
+        drop_behind: parts.drop_behind,
+        frame_periods: FramePeriods::new(),
         max_objects: parts.max_objects,
         batches: HashMap::new(),
         next_frame: 0,
@@ -386,8 +397,10 @@ struct Actor {
     adapt_profile_out: Option<std::path::PathBuf>,
     /// Deadline admission, when on.
     deadline_admission: Option<camdnn_policy::admission::Admission>,
-    /// Real-time dropping's limit, ms, when on.
-    drop_behind_ms: Option<f64>,
+    /// Real-time dropping's limit, when on.
+    drop_behind: Option<DropBehind>,
+    /// Each stream's frame period, for `DropBehind::Periods`.
+    frame_periods: FramePeriods,
     tx: mpsc::Sender<Event>,
     prep: PrepPool,
     /// Computes the global steps this thread starts.
@@ -526,7 +539,7 @@ impl Actor {
             requests: vec![0; self.system.num_models()],
             objects_dropped: 0,
         };
-        if self.behind() {
+        if self.behind(&frame, received) {
             self.frames.insert(id, state);
             metrics::counter!("camdnn_behind_drops_total").increment(1);
             self.finish(id, Some(Outcome::Dropped(DropReason::Overloaded)));
@@ -602,10 +615,27 @@ impl Actor {
         }
     }
 
-    /// Real-time dropping (`pipeline.drop_behind_ms`): whether the pipeline
-    /// is further behind than allowed, as the simulator decides it.
-    fn behind(&self) -> bool {
-        self.drop_behind_ms.is_some_and(|limit| {
+    /// Real-time dropping (`pipeline.drop_behind_ms` or
+    /// `drop_behind_periods`): whether the pipeline is further behind than
+    /// `frame` may find it, as the simulator decides it. Every frame's
+    /// stream period is learnt first.
+    fn behind(&mut self, frame: &Frame, received: Instant) -> bool {
+        let limit = match self.drop_behind {
+            None => return false,
+            Some(DropBehind::Ms(ms)) => Some(ms),
+            Some(DropBehind::Periods(n)) => {
+                // The camera's clock when it sends one, else arrival here.
+                let t_ms = if frame.capture_ts_us > 0 {
+                    frame.capture_ts_us as f64 / 1e3
+                } else {
+                    received.saturating_duration_since(self.start).as_secs_f64() * 1e3
+                };
+                self.frame_periods
+                    .observe(u64::from(frame.stream_id), frame.seq, t_ms)
+                    .map(|p| n * p)
+            }
+        };
+        limit.is_some_and(|limit| {
             camdnn_policy::admission::pipeline_behind(
                 &self.system,
                 &self.cluster,

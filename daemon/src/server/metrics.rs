@@ -398,7 +398,7 @@ pub const FAMILIES: &[Family] = &[
     family(
         "camdnn_behind_drops_total",
         Counter,
-        "Frames answered overloaded at submission because the pipeline was further behind than pipeline.drop_behind_ms.",
+        "Frames answered overloaded at submission because the pipeline was further behind than pipeline.drop_behind_ms (or drop_behind_periods of the frame's stream period).",
         Single,
     ),
     family(
