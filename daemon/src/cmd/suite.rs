@@ -71,6 +71,10 @@ pub struct Args {
     /// (0: applied at once).
     #[arg(long, default_value_t = 0.0)]
     pub step_cost_ms: f64,
+    /// Late binding (the daemon's `pipeline.dispatch_ahead_ms`): hold batches
+    /// whose host has more queued work than this, ms (default: place at once).
+    #[arg(long)]
+    pub dispatch_ahead_ms: Option<f64>,
     /// Sync-timer WaitTime, ms.
     #[arg(long, default_value_t = 5.0)]
     pub wait_ms: f64,
@@ -155,6 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         epoch_ms: args.epoch_ms,
         drop_step_gap_ms: args.drop_step_gap_ms,
         step_cost_ms: args.step_cost_ms,
+        dispatch_ahead_ms: args.dispatch_ahead_ms,
         admission: args
             .max_in_flight
             .map_or(FrameAdmission::Behind(None), FrameAdmission::InFlight),
