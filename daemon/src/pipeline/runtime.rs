@@ -205,7 +205,7 @@ pub struct Parts {
     pub dispatch_ahead_ms: Option<f64>,
     /// Deadline admission's z (`None`: off).
     pub deadline_admission: Option<f64>,
-    /// Drop a frame submitted while the pipeline is this far behind, ms (`None`: off).
+    /// Drop a frame submitted while the pipeline is this far behind (`None`: off).
     pub drop_behind: Option<DropBehind>,
     /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
     pub max_objects: usize,

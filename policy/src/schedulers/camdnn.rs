@@ -385,7 +385,14 @@ impl Follow {
 
     /// Follows `plan`, made for `input` over the cluster's current residency.
     fn set_plan(&mut self, system: &System, cluster: &Cluster, input: &PlanInput, plan: Plan) {
-        self.plan_makespan = plan.makespan_ms(system, input, Detector::fastest(system));
+        let makespan = plan.makespan_ms(system, input, Detector::fastest(system));
+        self.follow_plan(plan, makespan, cluster);
+    }
+
+    /// Follows `plan`, whose makespan was `makespan_ms` when it was made,
+    /// over the cluster's current residency.
+    fn follow_plan(&mut self, plan: Plan, makespan_ms: f64, cluster: &Cluster) {
+        self.plan_makespan = makespan_ms;
         self.plan = Some(plan);
         self.plan_residency.clear();
         self.plan_residency.extend_from_slice(cluster.residency());
@@ -796,10 +803,7 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
             .map_or(0, |r| cluster.apply_residency(system, now, &r));
         f.mode = d.mode;
         if let Some((plan, makespan)) = d.plan {
-            f.plan = Some(plan);
-            f.plan_makespan = makespan;
-            f.plan_residency.clear();
-            f.plan_residency.extend_from_slice(cluster.residency());
+            f.follow_plan(plan, makespan, cluster);
         }
         EpochOutcome { loads }
     }
