@@ -59,8 +59,8 @@ pub struct Args {
     /// Admit frames as the daemon does with `pipeline.max_in_flight` = N and
     /// no `pipeline.drop_behind_ms`: at most N frames in the pipeline, a
     /// frame arriving while it is full waits, and a newer frame supersedes it
-    /// (the older one is dropped); the global step's replays still judge
-    /// their choices with real-time dropping. Default: a frame arriving while
+    /// (the older one is dropped); the global step replays its choices under
+    /// the same admission. Default: a frame arriving while
     /// the pipeline is more than one frame period behind is dropped (the
     /// daemon's `pipeline.drop_behind_ms`).
     #[arg(long)]

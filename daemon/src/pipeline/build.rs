@@ -13,6 +13,7 @@ use camdnn_engine::{
 };
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner, Scheduler};
+use camdnn_policy::sim::FrameAdmission;
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 
@@ -124,6 +125,19 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
     start_with(cfg, |s| s)
 }
 
+/// The pipeline's admission as the simulator names it, for the global
+/// step's replays ([`Scheduler::set_admission`]): real-time dropping at a
+/// fixed limit, or at one frame period for `drop_behind_periods` (the
+/// replay's period; N other than 1 is replayed as 1), else
+/// `max_in_flight` with newest-wins.
+fn frame_admission(drop_behind: Option<DropBehind>, max_in_flight: usize) -> FrameAdmission {
+    match drop_behind {
+        Some(DropBehind::Ms(ms)) => FrameAdmission::Behind(Some(ms)),
+        Some(DropBehind::Periods(_)) => FrameAdmission::Behind(None),
+        None => FrameAdmission::InFlight(max_in_flight),
+    }
+}
+
 /// Starts the pipeline described by `cfg`, its scheduler passed through
 /// `wrap` first: a wrapper that records or logs the decisions the
 /// scheduler thread asks for (the tests check when it runs the global step).
@@ -166,7 +180,13 @@ pub fn start_with(
     // free slots filled), loaded and warmed up (one batch-1 run) before we
     // report ready. An upstream detector holds its slot in the scheduler's
     // residency but is never loaded.
+    let drop_behind = match (p.drop_behind_ms, p.drop_behind_periods) {
+        (Some(ms), _) => Some(DropBehind::Ms(ms)),
+        (None, Some(n)) => Some(DropBehind::Periods(n)),
+        (None, None) => None,
+    };
     let mut scheduler = wrap(scheduler(cfg, &system)?);
+    scheduler.set_admission(frame_admission(drop_behind, p.max_in_flight));
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
     cluster.preload(&system, &plan);
@@ -211,11 +231,7 @@ pub fn start_with(
         max_in_flight: p.max_in_flight,
         dispatch_ahead_ms: p.dispatch_ahead_ms,
         deadline_admission: p.deadline_admission,
-        drop_behind: match (p.drop_behind_ms, p.drop_behind_periods) {
-            (Some(ms), _) => Some(DropBehind::Ms(ms)),
-            (None, Some(n)) => Some(DropBehind::Periods(n)),
-            (None, None) => None,
-        },
+        drop_behind,
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
     });

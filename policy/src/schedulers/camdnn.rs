@@ -101,7 +101,7 @@
 
 use super::{Batching, EpochJob, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
-use crate::sim::{default_deadline_ms, simulate_from, Segment, SimConfig, Trace};
+use crate::sim::{default_deadline_ms, simulate_from, FrameAdmission, Segment, SimConfig, Trace};
 use crate::{
     choose_host, repair, Cluster, Detector, GlobalPolicy, HostRule, ModelId, Plan, PlanInput,
     ProcId, System,
@@ -123,6 +123,9 @@ pub struct Camdnn<G: GlobalPolicy> {
     /// What the global step keeps between steps; away (`None`) while a
     /// step is computed elsewhere ([`Scheduler::start_epoch`]).
     planner: Option<Planner<G>>,
+    /// How frames enter the pipeline, for the step's replays
+    /// ([`Scheduler::set_admission`]).
+    admission: FrameAdmission,
 }
 
 /// The global step's own state, moved into the [`EpochJob`] that computes a
@@ -155,6 +158,7 @@ struct StepInput {
     scene: Vec<u32>,
     frames_per_epoch: f64,
     epoch_ms: f64,
+    admission: FrameAdmission,
 }
 
 /// What a global step chose: the kind of choice, the residency to load (if
@@ -318,6 +322,7 @@ impl<G: GlobalPolicy> Camdnn<G> {
                 audit: None,
                 record: TrackRecord::default(),
             }),
+            admission: FrameAdmission::Behind(None),
         }
     }
 
@@ -584,7 +589,7 @@ fn replay(
     cluster: Cluster,
     now: f64,
     window: &[Vec<u32>],
-    period_ms: f64,
+    cfg: &SimConfig,
 ) -> Option<Score> {
     let mut segments: Vec<Segment> = Vec::new();
     for scene in window {
@@ -596,15 +601,8 @@ fn replay(
             }),
         }
     }
-    // The choice is replayed as it stands: no global step within.
-    let cfg = SimConfig {
-        fps: 1000.0 / period_ms,
-        epoch_ms: 0.0,
-        drop_step_gap_ms: 0.0,
-        ..SimConfig::default()
-    };
     let trace = Trace { segments };
-    let report = simulate_from(system, follow, &trace, &cfg, cluster, now).ok()?;
+    let report = simulate_from(system, follow, &trace, cfg, cluster, now).ok()?;
     let deadline = default_deadline_ms(cfg.fps);
     let mut score = Score {
         on_time: 0,
@@ -623,6 +621,19 @@ fn replay(
     Some(score)
 }
 
+/// How the replays run: frames every `period_ms`, entering the pipeline
+/// under `admission` (the pipeline's own, [`Scheduler::set_admission`]), the
+/// choice as it stands (no global step within).
+fn replay_config(period_ms: f64, admission: FrameAdmission) -> SimConfig {
+    SimConfig {
+        fps: 1000.0 / period_ms,
+        epoch_ms: 0.0,
+        drop_step_gap_ms: 0.0,
+        admission,
+        ..SimConfig::default()
+    }
+}
+
 /// How a choice (`follow` from `cluster`) does on the past `window` and
 /// then, from the same present state, on `ahead` (the latest scene held):
 /// the two replays' scores added ([`LOOKAHEAD_EPOCHS`]).
@@ -633,11 +644,11 @@ fn score_choice(
     now: f64,
     window: &[Vec<u32>],
     ahead: &[Vec<u32>],
-    period_ms: f64,
+    cfg: &SimConfig,
 ) -> Option<Score> {
     let run = |frames: &[Vec<u32>]| {
         let mut follow = follow.clone();
-        replay(system, &mut follow, cluster.clone(), now, frames, period_ms)
+        replay(system, &mut follow, cluster.clone(), now, frames, cfg)
     };
     let mut score = run(window)?;
     if !ahead.is_empty() {
@@ -719,6 +730,18 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         super::fill_free_slots(system, &super::fastest_hosts(system))
     }
 
+    /// The step replays its choices under the pipeline's admission, except
+    /// the paper's no-drop mode ([`FrameAdmission::QueueAll`]): there every
+    /// frame of an overloaded replay would be late and the choices could
+    /// not be told apart by frames on time, so the replays keep real-time
+    /// dropping at one frame period.
+    fn set_admission(&mut self, admission: FrameAdmission) {
+        self.admission = match admission {
+            FrameAdmission::QueueAll => FrameAdmission::Behind(None),
+            a => a,
+        };
+    }
+
     /// A frame whose scene differs from the plan's gets the plan re-split
     /// for it over the current residency (no loads), and the frame's quota
     /// per (model, host) is taken from the plan. The scene joins the window.
@@ -761,6 +784,7 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
             scene: scene.to_vec(),
             frames_per_epoch,
             epoch_ms,
+            admission: self.admission,
         };
         Some(EpochJob::new(move || {
             let decision = planner.decide(&mut input);
@@ -823,9 +847,10 @@ impl<G: GlobalPolicy> Planner<G> {
             scene,
             frames_per_epoch,
             epoch_ms,
+            admission,
         } = input;
         let (system, cluster, now, scene) = (&*system, &*cluster, *now, scene.as_slice());
-        let (frames_per_epoch, epoch_ms) = (*frames_per_epoch, *epoch_ms);
+        let (frames_per_epoch, epoch_ms, admission) = (*frames_per_epoch, *epoch_ms, *admission);
         let mut window = std::mem::take(window);
         // Frames dropped before their detector ran were never observed:
         // each observed scene stands for its share of the epoch's frames.
@@ -851,12 +876,12 @@ impl<G: GlobalPolicy> Planner<G> {
         let epoch = self.history.last().filter(|_| observed);
         if let (Some(audit), Some(epoch)) = (self.audit.take(), epoch) {
             let period = (now - audit.at_ms) / epoch_frames.max(1) as f64;
+            let cfg = replay_config(period, admission);
             let mut on_time = [None; CHOICES];
             for (idx, mut probe, c, same_as) in audit.probes {
                 if let Some(n) = same_as.and_then(|t| on_time[t]) {
                     on_time[idx] = Some(n);
-                } else if let Some(score) =
-                    replay(system, &mut probe, c, audit.at_ms, epoch, period)
+                } else if let Some(score) = replay(system, &mut probe, c, audit.at_ms, epoch, &cfg)
                 {
                     on_time[idx] = Some(score.on_time as f64);
                 }
@@ -966,6 +991,7 @@ impl<G: GlobalPolicy> Planner<G> {
         } else {
             let mut best: Option<(usize, Score)> = None;
             let ahead = lookahead(system, scene, epoch_ms, period, frames_per_epoch);
+            let cfg = replay_config(period, admission);
             let scored = window.len() + ahead.len();
             // The incumbent first, so a tie keeps it.
             candidates.sort_by_key(|c| c.0 != incumbent);
@@ -996,7 +1022,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 let score = (!distrusted)
                     .then(|| {
                         same_as.and_then(|t| scores[t]).or_else(|| {
-                            score_choice(system, &probe, &c, now, &window, &ahead, period)
+                            score_choice(system, &probe, &c, now, &window, &ahead, &cfg)
                         })
                     })
                     .flatten();

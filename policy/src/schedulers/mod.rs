@@ -19,6 +19,7 @@ pub use recording::{Recording, StepLog};
 
 use std::any::Any;
 
+use crate::sim::FrameAdmission;
 use crate::{repair, Cluster, ModelId, Plan, PlanInput, ProcId, System};
 
 /// How a scheduler wants requests of one (frame, model) grouped before
@@ -146,6 +147,12 @@ pub trait Scheduler {
     fn system_override(&self, _system: &System) -> Option<System> {
         None
     }
+
+    /// How frames enter the pipeline this scheduler serves (the simulator's
+    /// `SimConfig::admission`, the daemon's `max_in_flight` and
+    /// `drop_behind_*`), so a global step can judge its choices under the
+    /// same rule. Ignored by default.
+    fn set_admission(&mut self, _admission: FrameAdmission) {}
 
     /// The scene r of the frame whose requests are about to be released,
     /// once its detector has run (detectors' entries are 1).

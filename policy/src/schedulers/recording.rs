@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Batching, EpochJob, EpochOutcome, Scheduler};
+use crate::sim::FrameAdmission;
 use crate::{Cluster, ModelId, Plan, ProcId, System};
 
 /// The global steps recorded: (now, ms; frames the step was given).
@@ -59,6 +60,9 @@ impl Scheduler for Recording {
     }
     fn system_override(&self, system: &System) -> Option<System> {
         self.inner.system_override(system)
+    }
+    fn set_admission(&mut self, admission: FrameAdmission) {
+        self.inner.set_admission(admission)
     }
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
         self.inner.observe_scene(system, cluster, now, scene)

@@ -410,6 +410,7 @@ fn run(
     cfg: &SimConfig,
     start: Option<(Cluster, f64)>,
 ) -> Result<SimReport, SimError> {
+    scheduler.set_admission(cfg.admission);
     let adapted = scheduler.system_override(system);
     let system = adapted.as_ref().unwrap_or(system);
     trace.validate(system)?;
