@@ -1362,7 +1362,8 @@ struct HostCosts {
     frame_prep_ms: f64,
     /// A batch's cost beyond its run (hand-over and results back), ms.
     batch_overhead_ms: f64,
-    /// One global step's computation on the scheduler thread, ms.
+    /// One global step from its start to its choice applied (computed on the
+    /// step thread meanwhile), ms.
     step_cost_ms: f64,
     /// Detector requests per frame.
     root_items: u32,
