@@ -113,6 +113,93 @@ fn json_output_has_one_object_per_scheduler() {
     }
 }
 
+/// `--frames-out` writes every frame of every scheduler, and the frames add
+/// up to the summary `--json` prints for the same run: on time, late and
+/// dropped counts, and the scenes of the trace in order.
+#[test]
+fn frames_out_writes_every_frame_and_they_add_up_to_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.txt");
+    std::fs::write(&trace, "3 0 0 0\n4 14 14 14\n").unwrap();
+    let frames = dir.path().join("frames.jsonl");
+    let out = camdnnd(&[
+        "simulate",
+        "--system",
+        "config/profiles/rb5.toml",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--schedulers",
+        "heft,camdnn-local",
+        "--json",
+        "--frames-out",
+        frames.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&frames)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 * 7, "7 frames for each of 2 schedulers");
+    for s in &summary {
+        let name = s["scheduler"].as_str().unwrap();
+        let mine: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l["scheduler"] == name).collect();
+        assert_eq!(mine.len(), 7, "{name}");
+        for outcome in ["on_time", "late", "dropped"] {
+            let n = mine.iter().filter(|l| l["outcome"] == outcome).count() as u64;
+            assert_eq!(n, s[outcome].as_u64().unwrap(), "{name} {outcome}");
+        }
+        for (k, l) in mine.iter().enumerate() {
+            assert_eq!(l["frame"], k as u64);
+            let objects = if k < 3 { 0 } else { 14 };
+            assert_eq!(l["scene"].as_object().unwrap().len(), 3, "{l}");
+            assert!(
+                l["scene"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .all(|c| c == objects),
+                "{l}"
+            );
+            assert_eq!(l["delay_ms"].is_null(), l["outcome"] == "dropped", "{l}");
+            assert!(
+                l["rem_at_arrival_ms"]
+                    .as_object()
+                    .unwrap()
+                    .contains_key("cpu"),
+                "{l}"
+            );
+        }
+    }
+    // A path that cannot be written is named.
+    let bad = dir.path().join("no-such-dir").join("f.jsonl");
+    let out = camdnnd(&[
+        "simulate",
+        "--system",
+        "config/profiles/rb5.toml",
+        "--schedulers",
+        "heft",
+        "--frames-out",
+        bad.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--frames-out") && stderr.contains("no-such-dir"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn the_no_drop_mode_and_the_deadline_are_options() {
     let out = camdnnd(&[

@@ -111,6 +111,12 @@ pub struct Args {
     /// Print one JSON object per scheduler instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write every frame of every scheduler to this file, one JSON
+    /// object per line (scheduler, frame, arrival, scene, outcome, delay,
+    /// loads, each unit's queue at arrival, the frame's bound): where a
+    /// summary figure comes from, frame by frame.
+    #[arg(long, value_name = "PATH")]
+    pub frames_out: Option<PathBuf>,
     /// Slow a processor, as DVFS or thermal throttling does, without telling
     /// the scheduler: PROC:FACTOR:FROM_S[:UNTIL_S] (e.g. gpu:2:20:40; no
     /// UNTIL_S: for good, so gpu:2:0 is a profile 2x off). Repeatable.
@@ -309,6 +315,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "camdnn-local".into()
         }
     });
+    if let Some(path) = &args.frames_out {
+        write_frames(path, &system, &trace, &reports, deadline_ms)
+            .with_context(|| format!("writing --frames-out {}", path.display()))?;
+    }
     if args.json {
         for (r, rate) in &reports {
             println!("{}", report_json(&system, r, rate, deadline_ms));
@@ -441,6 +451,66 @@ fn fmt_ratio(x: f64) -> String {
     } else {
         "miss".into()
     }
+}
+
+/// Writes every frame of every report to `path` as JSON lines
+/// (`--frames-out`): the frame's scene (objects per request model), whether
+/// it was on time, late or dropped against `deadline_ms`, its delay (null
+/// when dropped), the loads its requests caused, each unit's queued work
+/// when it arrived and its makespan bound.
+fn write_frames(
+    path: &std::path::Path,
+    system: &System,
+    trace: &Trace,
+    reports: &[(SimReport, RateBound)],
+    deadline_ms: f64,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let scenes = trace
+        .segments
+        .iter()
+        .flat_map(|s| std::iter::repeat_n(&s.scene, s.frames));
+    let models: Vec<&str> = system
+        .request_models()
+        .map(|i| system.models[i.0].name.as_str())
+        .collect();
+    for (r, _) in reports {
+        for (n, (f, scene)) in r.frames.iter().zip(scenes.clone()).enumerate() {
+            let outcome = match f.delay_ms {
+                None => "dropped",
+                Some(d) if d <= deadline_ms => "on_time",
+                Some(_) => "late",
+            };
+            let per_unit = |v: &[f64]| -> serde_json::Map<String, serde_json::Value> {
+                system
+                    .processors
+                    .iter()
+                    .zip(v)
+                    .map(|(p, x)| (p.name.clone(), serde_json::json!(x)))
+                    .collect()
+            };
+            let scene: serde_json::Map<String, serde_json::Value> = models
+                .iter()
+                .zip(scene)
+                .map(|(m, c)| (m.to_string(), serde_json::json!(c)))
+                .collect();
+            let line = serde_json::json!({
+                "scheduler": r.scheduler,
+                "frame": n,
+                "arrival_ms": f.arrival_ms,
+                "scene": scene,
+                "outcome": outcome,
+                "delay_ms": f.delay_ms,
+                "loads": f.loads,
+                "rem_at_arrival_ms": per_unit(&f.rem_at_arrival_ms),
+                "bound_ms": f.bound_ms,
+            });
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 fn report_json(system: &System, r: &SimReport, rate: &RateBound, deadline_ms: f64) -> String {
