@@ -463,7 +463,11 @@ struct Gated {
     gate: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
     panic_first: bool,
     log: Arc<Mutex<Vec<&'static str>>>,
+    delivered: Delivered,
 }
+
+/// What the pipeline told a scheduler of the frames that left it.
+type Delivered = Arc<Mutex<Vec<Option<f64>>>>;
 
 impl Scheduler for Gated {
     fn name(&self) -> String {
@@ -490,6 +494,10 @@ impl Scheduler for Gated {
     }
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
         self.inner.observe_scene(system, cluster, now, scene)
+    }
+    fn frame_done(&mut self, now: f64, delay_ms: Option<f64>) {
+        self.delivered.lock().unwrap().push(delay_ms);
+        self.inner.frame_done(now, delay_ms)
     }
     fn start_epoch(
         &mut self,
@@ -539,20 +547,27 @@ fn start_gated(
     pipeline::Built,
     std::sync::mpsc::Sender<()>,
     Arc<Mutex<Vec<&'static str>>>,
+    Delivered,
 ) {
     let (open, gate) = std::sync::mpsc::channel();
     let log = Arc::new(Mutex::new(Vec::new()));
-    let (gate, log2) = (Arc::new(Mutex::new(gate)), Arc::clone(&log));
+    let delivered = Delivered::default();
+    let (gate, log2, delivered2) = (
+        Arc::new(Mutex::new(gate)),
+        Arc::clone(&log),
+        Arc::clone(&delivered),
+    );
     let built = pipeline::start_with(cfg, move |inner| {
         Box::new(Gated {
             inner,
             gate,
             panic_first,
             log: log2,
+            delivered: delivered2,
         })
     })
     .unwrap();
-    (built, open, log)
+    (built, open, log, delivered)
 }
 
 /// Waits up to 20 s for `done`, failing with `what`.
@@ -585,7 +600,7 @@ fn outcome(mut rx: oneshot::Receiver<Outcome>) -> Outcome {
 fn frames_are_answered_while_a_global_step_is_computed() {
     let mut cfg = config();
     cfg.pipeline.epoch_ms = 300.0;
-    let (built, open, log) = start_gated(&cfg, false);
+    let (built, open, log, _) = start_gated(&cfg, false);
     wait_for("no global step started", || !log.lock().unwrap().is_empty());
     for s in 0..3 {
         let rx = submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)]));
@@ -605,6 +620,54 @@ fn frames_are_answered_while_a_global_step_is_computed() {
     assert_eq!(log[..4], ["start", "finish", "start", "finish"], "{log:?}");
 }
 
+/// Every frame that leaves the pipeline is told to the scheduler, as the
+/// simulator tells it (`Scheduler::frame_done`): an answered frame with its
+/// delay, a frame dropped because the pipeline is behind with none. The
+/// global step compares what its last choice delivered with its replay.
+#[test]
+fn the_scheduler_is_told_what_each_frame_got() {
+    let mut cfg = config();
+    cfg.pipeline.drop_behind_ms = Some(10.0);
+    let (built, open, _, delivered) = start_gated(&cfg, false);
+    drop(open);
+    let p = &built.pipeline;
+    // A heavy frame, and small ones every 5 ms while it runs: some of them
+    // find the pipeline behind and are dropped.
+    let classes = ["person", "car", "bicycle"];
+    let heavy: Vec<(&str, f32)> = (0..60).map(|n| (classes[n % 3], 0.9)).collect();
+    let mut first = submit(p, frame(1, &heavy));
+    let mut small = Vec::new();
+    let first = loop {
+        match first.try_recv() {
+            Ok(answer) => break answer,
+            Err(oneshot::error::TryRecvError::Empty) => {}
+            Err(e) => panic!("the heavy frame's answer was lost: {e}"),
+        }
+        assert!(small.len() < 2000, "the heavy frame took over 10 s");
+        small.push(submit(p, frame(2 + small.len() as u64, &[("car", 0.8)])));
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let outcomes: Vec<Outcome> = std::iter::once(first)
+        .chain(small.into_iter().map(outcome))
+        .collect();
+    built.pipeline.shutdown();
+    let got = delivered.lock().unwrap().clone();
+    let done = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Done(_)))
+        .count();
+    assert!(
+        done >= 1 && done < outcomes.len(),
+        "no frame dropped: {outcomes:?}"
+    );
+    assert_eq!(got.len(), outcomes.len(), "{got:?}");
+    assert_eq!(got.iter().flatten().count(), done, "{got:?}");
+    assert!(
+        got.iter().flatten().all(|&d| d > 0.0 && d < 20_000.0),
+        "{got:?}"
+    );
+}
+
 /// A global step that panics on the step thread takes neither the
 /// scheduler thread nor the stepper with it: frames are still answered and
 /// the next step starts.
@@ -612,7 +675,7 @@ fn frames_are_answered_while_a_global_step_is_computed() {
 fn a_global_step_that_panics_leaves_the_pipeline_serving() {
     let mut cfg = config();
     cfg.pipeline.epoch_ms = 300.0;
-    let (built, open, log) = start_gated(&cfg, true);
+    let (built, open, log, _) = start_gated(&cfg, true);
     drop(open);
     wait_for("no step after the one that panicked", || {
         log.lock().unwrap().len() >= 3

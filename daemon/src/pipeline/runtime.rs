@@ -1338,6 +1338,13 @@ impl Actor {
         let Some(mut f) = self.frames.remove(&frame) else {
             return;
         };
+        // What the scheduler's last choice delivered (a drop or a failure
+        // is not delivered), as the simulator tells it.
+        let delay_ms = outcome
+            .is_none()
+            .then(|| f.received.elapsed().as_secs_f64() * 1e3);
+        let now = self.now_ms();
+        self.scheduler.frame_done(now, delay_ms);
         if matches!(outcome, Some(Outcome::Dropped(DropReason::DeadlinePassed))) {
             self.frame_dropped();
         }

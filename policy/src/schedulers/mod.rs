@@ -158,6 +158,12 @@ pub trait Scheduler {
     /// once its detector has run (detectors' entries are 1).
     fn observe_scene(&mut self, _system: &System, _cluster: &Cluster, _now: f64, _scene: &[u32]) {}
 
+    /// A frame left the pipeline at `now`: answered `delay_ms` after its
+    /// arrival, or dropped (`None`). Lets a global step compare what its
+    /// last choice delivered with what its replay predicted. Ignored by
+    /// default.
+    fn frame_done(&mut self, _now: f64, _delay_ms: Option<f64>) {}
+
     /// Starts the global step, due every epoch, for the most recent scene
     /// with the frames offered since the last step and the epoch, ms (the
     /// longest time between two steps; infinite without a timer): the job

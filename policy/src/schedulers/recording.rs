@@ -67,6 +67,9 @@ impl Scheduler for Recording {
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
         self.inner.observe_scene(system, cluster, now, scene)
     }
+    fn frame_done(&mut self, now: f64, delay_ms: Option<f64>) {
+        self.inner.frame_done(now, delay_ms)
+    }
     fn start_epoch(
         &mut self,
         system: &System,

@@ -706,6 +706,7 @@ impl Sim<'_> {
     /// brings forward, if any ([`Stepper::frame_dropped`]).
     fn drop_frame(&mut self, now: f64, f: usize) {
         self.frames[f] = None;
+        self.sched.frame_done(now, None);
         if self.stepper.frame_dropped(now) {
             self.step_if_due(now);
         }
@@ -907,6 +908,7 @@ impl Sim<'_> {
         if answered {
             self.scene.learn(system, &fs.scene);
             self.report.frames[f].delay_ms = Some(fs.finish - fs.arrival);
+            self.sched.frame_done(now, Some(fs.finish - fs.arrival));
             self.report.duration_ms = self.report.duration_ms.max(fs.finish);
             self.frames[f] = None;
             self.in_flight -= 1;
