@@ -475,20 +475,20 @@ fn write_frames(
         .request_models()
         .map(|i| system.models[i.0].name.as_str())
         .collect();
+    let per_unit = |v: &[f64]| -> serde_json::Map<String, serde_json::Value> {
+        system
+            .processors
+            .iter()
+            .zip(v)
+            .map(|(p, x)| (p.name.clone(), serde_json::json!(x)))
+            .collect()
+    };
     for (r, _) in reports {
         for (n, (f, scene)) in r.frames.iter().zip(scenes.clone()).enumerate() {
             let outcome = match f.delay_ms {
                 None => "dropped",
                 Some(d) if d <= deadline_ms => "on_time",
                 Some(_) => "late",
-            };
-            let per_unit = |v: &[f64]| -> serde_json::Map<String, serde_json::Value> {
-                system
-                    .processors
-                    .iter()
-                    .zip(v)
-                    .map(|(p, x)| (p.name.clone(), serde_json::json!(x)))
-                    .collect()
             };
             let scene: serde_json::Map<String, serde_json::Value> = models
                 .iter()

@@ -160,10 +160,6 @@ struct Planner<G> {
     record: TrackRecord,
     /// The choice the last step kept.
     chosen: Option<usize>,
-    /// Per kind of choice, how recently what it delivered fell far short of
-    /// its own replay ([`REALITY_GAP`]): 1 at each such step, decayed as the
-    /// record is. A kind at 0.5 or more is not offered.
-    misjudged: [f64; CHOICES],
 }
 
 /// Everything a global step decides on, taken when it starts: the board,
@@ -235,6 +231,9 @@ struct TrackRecord {
     frames: f64,
     /// The longest audited span, ms: the epoch when there is no timer.
     longest_ms: f64,
+    /// Per kind of choice, how recently what it delivered fell far short of
+    /// its own replay ([`TrackRecord::misjudge`]), decayed with the rest.
+    misjudged: [f64; CHOICES],
 }
 
 impl TrackRecord {
@@ -262,13 +261,25 @@ impl TrackRecord {
             *r = *r * decay + n;
         }
         self.frames = self.frames * decay + frames as f64;
+        for m in &mut self.misjudged {
+            *m *= decay;
+        }
+    }
+
+    /// What `choice` delivered since it was kept fell short of its own
+    /// replay by more than [`REALITY_GAP`]: the replays cannot be trusted
+    /// on that kind for a while (the mark decays with the record).
+    fn misjudge(&mut self, choice: usize) {
+        self.misjudged[choice] += 1.0;
     }
 
     /// Whether `choice` has done clearly worse out of sample than leaving
-    /// things as they are.
+    /// things as they are, or its replays were recently misjudged.
     fn distrusts(&self, choice: usize) -> bool {
         let margin = (self.frames / 50.0).max(1.0);
-        choice != DEFAULT_CHOICE && self.on_time[choice] < self.on_time[DEFAULT_CHOICE] - margin
+        choice != DEFAULT_CHOICE
+            && (self.on_time[choice] < self.on_time[DEFAULT_CHOICE] - margin
+                || self.misjudged[choice] >= 0.5)
     }
 
     /// Whether `choice` has been audited and kept up with leaving things as
@@ -343,7 +354,6 @@ impl<G: GlobalPolicy> Camdnn<G> {
                 audit: None,
                 record: TrackRecord::default(),
                 chosen: None,
-                misjudged: [0.0; CHOICES],
             }),
             admission: FrameAdmission::Behind(None),
             delivered: Vec::new(),
@@ -553,9 +563,9 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
     out
 }
 
-/// How far, as a share of the frames, what the kept choice delivered may
-/// fall short of its replay on the same frames before the record takes what
-/// it delivered instead.
+/// How far, as a share of the frames on time, what the kept choice
+/// delivered may fall short of its replay on the same frames before that
+/// kind of choice is marked as misjudged ([`TrackRecord::misjudge`]).
 pub const REALITY_GAP: f64 = 0.2;
 
 /// Epochs of scenes a choice is replayed on: one epoch's past overfits (a
@@ -764,19 +774,20 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
     /// frame of an overloaded replay would be late and the choices could
     /// not be told apart by frames on time, so the replays keep real-time
     /// dropping at one frame period.
-    fn frame_done(&mut self, _now: f64, delay_ms: Option<f64>) {
-        // Bounded: a step takes them; without steps only the last epoch's
-        // worth matters.
-        if self.delivered.len() < 4 * REPLAY_FRAMES {
-            self.delivered.push(delay_ms);
-        }
-    }
-
     fn set_admission(&mut self, admission: FrameAdmission) {
         self.admission = match admission {
             FrameAdmission::QueueAll => FrameAdmission::Behind(None),
             a => a,
         };
+    }
+
+    /// Kept for the next step's check of what its last choice delivered.
+    /// Bounded: at most four replay windows' worth, the first frames since
+    /// the last step.
+    fn frame_done(&mut self, _now: f64, delay_ms: Option<f64>) {
+        if self.delivered.len() < 4 * REPLAY_FRAMES {
+            self.delivered.push(delay_ms);
+        }
     }
 
     /// A frame whose scene differs from the plan's gets the plan re-split
@@ -926,8 +937,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 }
             }
             // What the kept choice delivered: when it fell far short of its
-            // own replay on the same frames, the replay misjudged it, and
-            // the record takes what it delivered.
+            // own replay on the same frames, the replays misjudge that kind.
             if let Some(c) = self.chosen {
                 let deadline = default_deadline_ms(cfg.fps);
                 if let (Some(predicted), false) = (on_time[c], delivered.is_empty()) {
@@ -939,15 +949,9 @@ impl<G: GlobalPolicy> Planner<G> {
                         / delivered.len() as f64;
                     let predicted_share = predicted / epoch.len().max(1) as f64;
                     if share < predicted_share - REALITY_GAP {
-                        self.misjudged[c] += 1.0;
+                        self.record.misjudge(c);
                     }
                 }
-            }
-            let span = now - audit.at_ms;
-            let decay = timer_epoch(epoch_ms)
-                .map_or(TrackRecord::DECAY, |e| TrackRecord::DECAY.powf(span / e));
-            for m in &mut self.misjudged {
-                *m *= decay;
             }
             // A choice not offered at that step counts as the default did.
             if let Some(default) = on_time[DEFAULT_CHOICE] {
@@ -1081,8 +1085,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 if let Some(plan) = plan.clone() {
                     probe.set_plan(system, &c, &input, plan);
                 }
-                let distrusted = self.record.distrusts(*idx)
-                    || (*idx != DEFAULT_CHOICE && self.misjudged[*idx] >= 0.5);
+                let distrusted = self.record.distrusts(*idx);
                 let score = (!distrusted)
                     .then(|| {
                         same_as.and_then(|t| scores[t]).or_else(|| {
@@ -1106,8 +1109,8 @@ impl<G: GlobalPolicy> Planner<G> {
             self.audit = Some(Audit { at_ms: now, probes });
             best.map_or(incumbent, |b| b.0)
         };
-        self.chosen = Some(choice);
         let (_, load, mode, plan) = candidates.into_iter().find(|c| c.0 == choice)?;
+        self.chosen = Some(choice);
         let det = Detector::fastest(system);
         let plan = plan.map(|p| {
             let makespan = p.makespan_ms(system, &input, det);
