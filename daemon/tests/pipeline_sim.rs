@@ -411,6 +411,16 @@ fn a_frame_is_dropped_when_the_pipeline_is_a_period_of_its_own_stream_behind() {
 /// Submits a frame of 60 objects, then a frame of one object every 5 ms
 /// until the first is answered: that answer, and the small frames'.
 fn small_frames_while_a_heavy_one_runs(p: &dyn FrameProcessor) -> (Outcome, Vec<Outcome>) {
+    frames_while_a_heavy_one_runs(p, |_| &[("car", 0.8)])
+}
+
+/// Submits a frame of 60 objects, then every 5 ms a frame with
+/// `objects(n)` for the n-th, until the first is answered: that answer, and
+/// the later frames'.
+fn frames_while_a_heavy_one_runs(
+    p: &dyn FrameProcessor,
+    objects: impl Fn(usize) -> &'static [(&'static str, f32)],
+) -> (Outcome, Vec<Outcome>) {
     let classes = ["person", "car", "bicycle"];
     let heavy: Vec<(&str, f32)> = (0..60).map(|n| (classes[n % 3], 0.9)).collect();
     let mut first = submit(p, frame(1, &heavy));
@@ -422,7 +432,10 @@ fn small_frames_while_a_heavy_one_runs(p: &dyn FrameProcessor) -> (Outcome, Vec<
             Err(e) => panic!("the heavy frame's answer was lost: {e}"),
         }
         assert!(small.len() < 2000, "the heavy frame took over 10 s");
-        small.push(submit(p, frame(2 + small.len() as u64, &[("car", 0.8)])));
+        small.push(submit(
+            p,
+            frame(2 + small.len() as u64, objects(small.len())),
+        ));
         std::thread::sleep(Duration::from_millis(5));
     };
     let outcomes = small
@@ -430,6 +443,43 @@ fn small_frames_while_a_heavy_one_runs(p: &dyn FrameProcessor) -> (Outcome, Vec<
         .map(|rx| rx.blocking_recv().expect("every frame is answered"))
         .collect();
     (answer, outcomes)
+}
+
+/// Real-time dropping spares a frame with no objects: with the pipeline
+/// behind, frames with no detections submitted between frames of one object
+/// are all answered, while some of the one-object frames are dropped
+/// `overloaded` (`policy::admission::behind_at_fan_out`: the limit is for
+/// the classifiers' backlog, which a frame with no objects adds nothing to).
+#[test]
+fn a_frame_with_no_objects_is_answered_however_far_behind_the_pipeline_is() {
+    let mut cfg = config();
+    cfg.pipeline.drop_behind_ms = Some(1.0);
+    let built = pipeline::start(&cfg).unwrap();
+    let (heavy, outcomes) = frames_while_a_heavy_one_runs(&built.pipeline, |n| {
+        if n % 2 == 0 {
+            &[]
+        } else {
+            &[("car", 0.8)]
+        }
+    });
+    assert!(matches!(heavy, Outcome::Done(_)), "{heavy:?}");
+    let (empty, with_one): (Vec<_>, Vec<_>) =
+        outcomes.iter().enumerate().partition(|(n, _)| n % 2 == 0);
+    for (n, o) in &empty {
+        match o {
+            Outcome::Done(r) => assert!(r.objects.is_empty(), "frame {n}: {r:?}"),
+            other => panic!("frame {n} has no objects but got {other:?}"),
+        }
+    }
+    let overloaded = with_one
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Dropped(DropReason::Overloaded)))
+        .count();
+    assert!(
+        overloaded >= 1,
+        "no one-object frame of {} found the pipeline behind: {with_one:?}",
+        with_one.len()
+    );
 }
 
 /// Small frames submitted every 5 ms while a heavy one runs: at least one

@@ -188,8 +188,8 @@ pub struct RealTimeRow {
     pub rate: RateBound,
 }
 
-/// The real-time measures on one trace, frames dropped when a unit is more
-/// than one frame period behind ([`camdnn_policy::sim::FrameAdmission::Behind`]).
+/// The real-time measures on one trace, with real-time dropping at one frame
+/// period ([`camdnn_policy::sim::FrameAdmission::Behind`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RealTime {
     /// What the trace is.

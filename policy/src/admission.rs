@@ -38,13 +38,14 @@ pub fn reachable(
     earliest_answer_ms(view, cluster, scene, now) <= time_left_ms
 }
 
-/// Whether the pipeline is more than `limit_ms` behind at `now`: some unit's
-/// queued work, plus the work `placer` still holds
-/// ([`Placer::held_work_ms`]), exceeds it. A frame arriving then is dropped
-/// before it costs any work (the simulator's default and the daemon's
-/// `pipeline.drop_behind_ms`): the frames already in the pipeline keep their
-/// deadlines instead of all running late.
-pub fn pipeline_behind(
+/// Real-time dropping's first stage, at a frame's arrival: whether its
+/// detector could not start within `limit_ms` of `now` on any unit that
+/// runs it (the unit's queued work, plus the work `placer` holds, plus the
+/// detector's load there when it is not resident). Such a frame is dropped
+/// before it costs any work. Any other is detected, and [`behind_at_fan_out`]
+/// decides whether its objects are worth the pipeline's time: a frame with
+/// no objects is answered whatever the classifiers' backlog.
+pub fn detector_behind(
     system: &System,
     cluster: &Cluster,
     placer: &Placer,
@@ -52,9 +53,40 @@ pub fn pipeline_behind(
     limit_ms: f64,
 ) -> bool {
     let held = placer.held_work_ms(system);
+    system.roots().all(|i| {
+        system.supporting(i).all(|j| {
+            let load = if cluster.is_resident(i, j) {
+                0.0
+            } else {
+                system.load_ms(i, j)
+            };
+            cluster.rem_ms(j, now) + held + load > limit_ms
+        })
+    })
+}
+
+/// Real-time dropping's second stage, once a frame's detector ran and
+/// before any of its objects starts: whether the frame, `waited_ms` after
+/// its arrival, finds some unit's queued work
+/// ([`Cluster::queued_work_ms`]), plus the work `placer` still holds
+/// ([`Placer::held_work_ms`]), over what is left of `limit_ms`. Such a
+/// frame is dropped with its detections instead of making the frames
+/// already in the pipeline late. The age counts: a frame that waited for
+/// its detector has that much less slack. The rest a utilisation cap adds
+/// does not: the rest after the frame's own detector would count against
+/// it.
+pub fn behind_at_fan_out(
+    system: &System,
+    cluster: &Cluster,
+    placer: &Placer,
+    now: f64,
+    waited_ms: f64,
+    limit_ms: f64,
+) -> bool {
+    let held = placer.held_work_ms(system);
     system
         .proc_ids()
-        .any(|j| cluster.rem_ms(j, now) + held > limit_ms)
+        .any(|j| cluster.queued_work_ms(j, now) + held > limit_ms - waited_ms)
 }
 
 /// Deadline admission as the simulator and the daemon run it: the tail

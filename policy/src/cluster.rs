@@ -82,6 +82,13 @@ impl Cluster {
         (self.busy_until[j.0] - now).max(0.0)
     }
 
+    /// The work queued on p_j at `now`, ms: rem_j without the rest a
+    /// utilisation cap adds after each batch (rem_j itself without a cap).
+    #[inline]
+    pub fn queued_work_ms(&self, j: ProcId, now: f64) -> f64 {
+        self.rem_ms(j, now) / (1.0 + self.rest_per_ms[j.0])
+    }
+
     /// rem for every processor.
     pub fn rem_all(&self, now: f64) -> Vec<f64> {
         self.busy_until

@@ -252,11 +252,21 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
 /// load); when the dominant type changed, no choice could move it back, as
 /// every choice without loads keeps the residency it finds, and camdnn-greedy
 /// was on time for 0.235 of the frames against camdnn-local's 0.718. The
-/// step now also offers Algorithm 1's start-up residency, and takes it.
+/// step now also offers Algorithm 1's start-up residency, and takes it once
+/// the GPU's 938 ms load can pay back: with steps on the epoch timer, 0.731.
+/// With real-time dropping in two stages and a step brought forward by every
+/// dropped frame (about one a second here), none of the windows it judges
+/// on repays that load, and it keeps static-DIST: 0.580 (docs/suite.md).
 #[test]
 fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
-    let (full, on_time) = greedy_on_generated(2214, Shape::DominanceShift);
+    let cfg = SimConfig {
+        drop_step_gap_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, cfg);
     assert!(full.choices()[5] >= 1, "choices: {:?}", full.choices());
+    assert!(on_time > 0.7, "camdnn-greedy on time {on_time:.3}");
+    let (_, on_time) = greedy_on_generated(2214, Shape::DominanceShift);
     assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
 }
 
@@ -311,11 +321,22 @@ fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
 /// 0.006 and 0.003 on the dominance trace), while camdnn-local-eft, which
 /// never left the start-up residency, is on time for 0.499. The step offered
 /// the start-up residency with the paper's rule only; it now also offers it
-/// with the earliest-finish rule, and takes it.
+/// with the earliest-finish rule and the group-split rule. With steps on the
+/// epoch timer it goes back with the group-split rule (0.449); with
+/// real-time dropping in two stages and steps brought forward by drops, it
+/// takes the group-split rule on the residency it found, which does as well
+/// (0.486; with one stage it went back with the earliest-finish rule).
 #[test]
 fn the_global_step_can_go_back_to_the_start_up_residency_under_either_rule() {
-    let (full, on_time) = greedy_on_generated(5009, Shape::DominanceShift);
-    assert!(full.choices()[6] >= 1, "choices: {:?}", full.choices());
+    let cfg = SimConfig {
+        drop_step_gap_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let (full, on_time) = greedy_on_generated_with(5009, Shape::DominanceShift, cfg);
+    let c = full.choices();
+    assert!(c[6] + c[8] >= 1, "choices: {c:?}");
+    assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
+    let (_, on_time) = greedy_on_generated(5009, Shape::DominanceShift);
     assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
 }
 

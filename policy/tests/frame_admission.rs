@@ -1,10 +1,13 @@
-//! The simulator admits camera frames by the daemon's rules: dropped while
-//! the pipeline is more than a frame period behind (the default), or at most
-//! `max_in_flight` frames in the pipeline with one frame waiting (a newer
-//! one supersedes it and the older is dropped; a waiting frame enters when a
-//! frame is answered, its delay counted from its arrival), or every frame
-//! queued. Outcomes checked by hand on one unit whose detector takes 150 ms,
-//! frames every 1000/14 ms.
+//! The simulator admits camera frames by the daemon's rules: real-time
+//! dropping at a frame period (the default: dropped at arrival when the
+//! detector could not start within it, or after the detector when the
+//! frame has objects and the pipeline is further behind than its age
+//! leaves), or at most `max_in_flight` frames in the pipeline with one frame
+//! waiting (a newer one supersedes it and the older is dropped; a waiting
+//! frame enters when a frame is answered, its delay counted from its
+//! arrival), or every frame queued. Outcomes checked by hand on one unit
+//! whose detector takes 150 ms, and on a detector unit beside a classifier
+//! unit, frames every 1000/14 ms.
 
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, FrameAdmission, SimConfig, SimError, Trace};
@@ -19,15 +22,20 @@ fn one_unit() -> System {
 
 /// Each frame's delay (None: dropped) over five empty frames.
 fn delays(admission: FrameAdmission) -> Vec<Option<f64>> {
-    let system = one_unit();
-    let mut s = schedulers::by_name(&system, "camdnn-local", 5.0).unwrap();
+    delays_on(&one_unit(), "5 0\n", admission)
+}
+
+/// Each frame's delay (None: dropped, 0.01 ms steps) under camdnn-local
+/// with no global step, on `system` and the trace `trace`.
+fn delays_on(system: &System, trace: &str, admission: FrameAdmission) -> Vec<Option<f64>> {
+    let mut s = schedulers::by_name(system, "camdnn-local", 5.0).unwrap();
     let cfg = SimConfig {
         admission,
         epoch_ms: 0.0,
         ..SimConfig::default()
     };
-    let trace = Trace::parse("5 0\n", 1).unwrap();
-    let r = simulate(&system, s.as_mut(), &trace, &cfg).unwrap();
+    let trace = Trace::parse(trace, 1).unwrap();
+    let r = simulate(system, s.as_mut(), &trace, &cfg).unwrap();
     r.frames
         .iter()
         .map(|f| f.delay_ms.map(|d| (d * 100.0).round() / 100.0))
@@ -112,4 +120,50 @@ fn no_frame_in_flight_is_a_config_error() {
     let err = simulate(&system, s.as_mut(), &trace, &cfg).unwrap_err();
     assert!(matches!(err, SimError::Config { .. }), "{err}");
     assert!(err.to_string().contains("max_in_flight"), "{err}");
+}
+
+/// A detector on an NPU and a classifier only on the CPU, both resident
+/// from the start, one request per batch.
+fn npu_and_cpu(detector_ms: f64, classifier_ms: f64) -> System {
+    common::detector_and_classifier(
+        &[("npu", "other", 1), ("cpu", "cpu", 1)],
+        ("npu", detector_ms),
+        ("cpu", classifier_ms),
+    )
+}
+
+/// Each frame's delay (None: dropped) over frames of one object and of
+/// none, alternating, on [`npu_and_cpu`] with the default admission.
+fn alternating(detector_ms: f64, classifier_ms: f64) -> Vec<Option<f64>> {
+    let system = npu_and_cpu(detector_ms, classifier_ms);
+    delays_on(
+        &system,
+        "1 1\n1 0\n1 1\n1 0\n1 1\n",
+        FrameAdmission::Behind(None),
+    )
+}
+
+#[test]
+fn a_frame_with_no_objects_is_answered_while_the_classifiers_are_behind() {
+    // Detector 10 ms on the NPU, classifier 200 ms on the CPU, its crop
+    // ready 0.5 ms after the detector. f0: 0-10, cls 10.5-210.5. f1 (71.4)
+    // finds the CPU 139 ms behind but the NPU free: detected 71.4-81.4, no
+    // objects, answered. f2 (142.9): detected by 152.9, when the CPU is
+    // 57.6 ms behind, under the 71.4 - 10 its age leaves: cls 210.5-410.5.
+    // f3 like f1. f4 (285.7): detected by 295.7, the CPU 114.8 ms behind:
+    // dropped before its object starts.
+    let want = vec![ms(210.5), ms(10.0), ms(410.5 - 2.0 * P), ms(10.0), None];
+    assert_eq!(alternating(10.0, 200.0), want);
+}
+
+#[test]
+fn a_frame_that_waited_for_its_detector_has_that_much_less_slack() {
+    // Detector 20 ms: f0's cls runs 20.5-220.5. f2 is detected by 162.9,
+    // 20 ms after its arrival, with the CPU 57.6 ms behind: more than the
+    // 51.4 left of its 71.4, so it is dropped (at its arrival it would have
+    // found 77.6 and been dropped by the same limit). f4 (285.7) finds the
+    // CPU free of f2 and is served as f0 was: detected 285.7-305.7, cls
+    // from its crop at 306.2 to 506.2, 220.5 ms after its arrival.
+    let got = alternating(20.0, 200.0);
+    assert_eq!(got, [ms(220.5), ms(20.0), None, ms(20.0), ms(220.5)]);
 }

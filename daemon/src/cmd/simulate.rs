@@ -98,14 +98,15 @@ pub struct Args {
     /// no `pipeline.drop_behind_ms`: at most N frames in the pipeline, a
     /// frame arriving while it is full waits, and a newer frame supersedes it
     /// (the older one is dropped); the global step replays its choices under
-    /// the same admission. Default: a frame arriving while
-    /// the pipeline is more than one frame period behind is dropped (the
-    /// daemon's `pipeline.drop_behind_ms`).
+    /// the same admission. Default: real-time dropping at one frame period
+    /// (the daemon's `pipeline.drop_behind_ms`): a frame whose detector
+    /// could not start within it is dropped at its arrival, and one with
+    /// objects after its detector when the pipeline is further behind than
+    /// what its age leaves of it.
     #[arg(long, conflicts_with = "no_drop")]
     pub max_in_flight: Option<usize>,
     /// Queue every frame however far behind the pipeline is (the paper's
-    /// no-drop mode) instead of dropping frames that arrive more than one
-    /// frame period behind.
+    /// no-drop mode) instead of real-time dropping.
     #[arg(long)]
     pub no_drop: bool,
     /// Print one JSON object per scheduler instead of the table.

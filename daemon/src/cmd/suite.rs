@@ -60,9 +60,11 @@ pub struct Args {
     /// no `pipeline.drop_behind_ms`: at most N frames in the pipeline, a
     /// frame arriving while it is full waits, and a newer frame supersedes it
     /// (the older one is dropped); the global step replays its choices under
-    /// the same admission. Default: a frame arriving while
-    /// the pipeline is more than one frame period behind is dropped (the
-    /// daemon's `pipeline.drop_behind_ms`).
+    /// the same admission. Default: real-time dropping at one frame period
+    /// (the daemon's `pipeline.drop_behind_ms`): a frame whose detector
+    /// could not start within it is dropped at its arrival, and one with
+    /// objects after its detector when the pipeline is further behind than
+    /// what its age leaves of it.
     #[arg(long)]
     pub max_in_flight: Option<usize>,
     /// Time each global step takes to compute, ms (the daemon reports it as

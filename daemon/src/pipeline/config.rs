@@ -78,12 +78,14 @@ pub struct PipelineConfig {
     /// instead of taking processor time (absent: off).
     #[serde(default)]
     pub deadline_admission: Option<f64>,
-    /// Real-time dropping (`policy::admission::pipeline_behind`, the
-    /// simulator's default): a frame submitted while some processor has
-    /// more than this much queued work, ms, the scheduler's held work
-    /// included, is answered `Dropped` (`overloaded`) before it costs any
-    /// work, so the frames already in the pipeline keep their deadlines.
-    /// One camera frame period is the simulator's setting (absent: off).
+    /// Real-time dropping (`policy::admission`, the simulator's default),
+    /// ms: a frame whose detector no processor could start within this long
+    /// (queued and held work, and its load) is answered `Dropped`
+    /// (`overloaded`) before it costs any work; one with objects is, after
+    /// its detector, when some processor has more queued work than what its
+    /// age leaves of this. The frames already in the pipeline keep their
+    /// deadlines; a frame with no objects is always answered. One camera
+    /// frame period is the simulator's setting (absent: off).
     #[serde(default)]
     pub drop_behind_ms: Option<f64>,
     /// Real-time dropping held to each camera's own period, estimated from

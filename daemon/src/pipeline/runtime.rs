@@ -211,7 +211,8 @@ pub struct Parts {
     pub max_objects: usize,
 }
 
-/// Real-time dropping's limit (`policy::admission::pipeline_behind`).
+/// Real-time dropping's limit (`policy::admission::detector_behind` at
+/// submission, `behind_at_fan_out` once the detector ran).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DropBehind {
     /// A fixed limit, ms (`pipeline.drop_behind_ms`).
@@ -357,6 +358,8 @@ struct FrameState {
     requests: Vec<u32>,
     /// Objects over `max_objects`, left out before any crop was cut.
     objects_dropped: u32,
+    /// Real-time dropping's limit for this frame, ms (`None`: off).
+    behind_limit_ms: Option<f64>,
 }
 
 struct Actor {
@@ -538,8 +541,21 @@ impl Actor {
             detect_done: None,
             requests: vec![0; self.system.num_models()],
             objects_dropped: 0,
+            behind_limit_ms: self.behind_limit(&frame, received),
         };
-        if self.behind(&frame, received) {
+        // A frame that brings its detections skips the first stage: its
+        // objects face the second at once.
+        let detector_behind = frame.detections.is_none()
+            && state.behind_limit_ms.is_some_and(|limit| {
+                camdnn_policy::admission::detector_behind(
+                    &self.system,
+                    &self.cluster,
+                    &self.placer,
+                    self.now_ms(),
+                    limit,
+                )
+            });
+        if detector_behind {
             self.frames.insert(id, state);
             metrics::counter!("camdnn_behind_drops_total").increment(1);
             self.finish(id, Some(Outcome::Dropped(DropReason::Overloaded)));
@@ -585,7 +601,7 @@ impl Actor {
                     });
                 }
                 self.frames.insert(id, state);
-                if !self.admissible(id, &crops) {
+                if !self.passes_behind(id, &crops) || !self.admissible(id, &crops) {
                     return;
                 }
                 let counts = self.expect_crops(id, &crops);
@@ -615,13 +631,12 @@ impl Actor {
         }
     }
 
-    /// Real-time dropping (`pipeline.drop_behind_ms` or
-    /// `drop_behind_periods`): whether the pipeline is further behind than
-    /// `frame` may find it, as the simulator decides it. Every frame's
-    /// stream period is learnt first.
-    fn behind(&mut self, frame: &Frame, received: Instant) -> bool {
-        let limit = match self.drop_behind {
-            None => return false,
+    /// Real-time dropping's limit for `frame` (`pipeline.drop_behind_ms` or
+    /// `drop_behind_periods`; `None`: off, or its stream's period not known
+    /// yet). Every frame's stream period is learnt here.
+    fn behind_limit(&mut self, frame: &Frame, received: Instant) -> Option<f64> {
+        match self.drop_behind {
+            None => None,
             Some(DropBehind::Ms(ms)) => Some(ms),
             Some(DropBehind::Periods(n)) => {
                 // The camera's clock when it sends one, else arrival here.
@@ -634,16 +649,36 @@ impl Actor {
                     .observe(u64::from(frame.stream_id), frame.seq, t_ms)
                     .map(|p| n * p)
             }
+        }
+    }
+
+    /// Real-time dropping's second stage, before `frame`'s level-1 `crops`
+    /// start (`policy::admission::behind_at_fan_out`, as the simulator
+    /// decides it): false when the frame was answered `Overloaded` because
+    /// the pipeline is further behind than what its age leaves of the limit.
+    /// A frame with no objects always passes.
+    fn passes_behind(&mut self, frame: u64, crops: &[CropSpec]) -> bool {
+        let Some(f) = self.frames.get(&frame) else {
+            return false;
         };
-        limit.is_some_and(|limit| {
-            camdnn_policy::admission::pipeline_behind(
-                &self.system,
-                &self.cluster,
-                &self.placer,
-                self.now_ms(),
-                limit,
-            )
-        })
+        let Some(limit) = f.behind_limit_ms.filter(|_| !crops.is_empty()) else {
+            return true;
+        };
+        let waited_ms = f.received.elapsed().as_secs_f64() * 1e3;
+        let behind = camdnn_policy::admission::behind_at_fan_out(
+            &self.system,
+            &self.cluster,
+            &self.placer,
+            self.now_ms(),
+            waited_ms,
+            limit,
+        );
+        if behind {
+            metrics::counter!("camdnn_behind_drops_total").increment(1);
+            self.finish(frame, Some(Outcome::Dropped(DropReason::Overloaded)));
+            self.frame_dropped();
+        }
+        !behind
     }
 
     /// How many requests of each model `crops` bring (index = `ModelId`).
@@ -1289,7 +1324,9 @@ impl Actor {
             return;
         };
         let Some(image) = f.image.clone() else { return };
-        if self.system.models[crops[0].model.0].level == 1 && !self.admissible(frame, &crops) {
+        if self.system.models[crops[0].model.0].level == 1
+            && (!self.passes_behind(frame, &crops) || !self.admissible(frame, &crops))
+        {
             return;
         }
         let Some(f) = self.frames.get_mut(&frame) else {

@@ -398,7 +398,7 @@ pub const FAMILIES: &[Family] = &[
     family(
         "camdnn_behind_drops_total",
         Counter,
-        "Frames answered overloaded at submission because the pipeline was further behind than pipeline.drop_behind_ms (or drop_behind_periods of the frame's stream period).",
+        "Frames answered overloaded by real-time dropping (pipeline.drop_behind_ms, or drop_behind_periods of the frame's stream period): at submission when no processor could start the detector within it, or after the detector when a frame with objects found the pipeline further behind than its age leaves of it.",
         Single,
     ),
     family(

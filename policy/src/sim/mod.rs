@@ -20,7 +20,7 @@ pub use throttle::{throttled_board, windowed_goodput, Throttle};
 pub use trace::{frame_scene, full_scene, Segment, Trace};
 
 use crate::adapt::{Adapt, AdaptConfig, AdaptCounts};
-use crate::admission::pipeline_behind;
+use crate::admission::{behind_at_fan_out, detector_behind};
 use crate::batcher::{Flush, FlushReason, SyncBatcher};
 use crate::bound::frame_bound;
 use crate::late_binding::{Batch, Placer};
@@ -85,9 +85,12 @@ pub struct SimConfig {
 /// How camera frames enter the pipeline: the daemon's admission rules.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FrameAdmission {
-    /// A frame arriving while the pipeline is more than this far behind is
-    /// dropped ([`crate::admission::pipeline_behind`], the daemon's
-    /// `pipeline.drop_behind_ms`), ms (`None`: one frame period).
+    /// Real-time dropping, the daemon's `pipeline.drop_behind_ms`, ms
+    /// (`None`: one frame period): a frame whose detector could not start
+    /// within this long is dropped at its arrival
+    /// ([`crate::admission::detector_behind`]); one whose detector ran is
+    /// dropped before its objects start when the pipeline is further behind
+    /// than this less the frame's age ([`crate::admission::behind_at_fan_out`]).
     Behind(Option<f64>),
     /// The daemon's `pipeline.max_in_flight` alone (no `drop_behind_ms`):
     /// at most this many frames are in the pipeline; a frame arriving while
@@ -194,7 +197,8 @@ pub struct SimReport {
     pub epochs: u32,
     /// Loads started by global steps (included in `loads`).
     pub epoch_loads: u32,
-    /// Simulated time from the first frame to the last result, ms.
+    /// Simulated time from the first frame to the last result (or the last
+    /// detector of a frame dropped after it), ms.
     pub duration_ms: f64,
     /// Global steps a detector triggered before the epoch timer (included
     /// in `epochs`).
@@ -336,6 +340,11 @@ struct FrameState {
     arrived: Vec<u32>,
     latest: Vec<f64>,
     models_left: usize,
+    /// Detectors (roots) still to finish.
+    roots_left: usize,
+    /// Whether any per-object request was released: from then on the frame
+    /// is never dropped.
+    objects_started: bool,
     finish: f64,
 }
 
@@ -563,6 +572,8 @@ fn run(
                 arrived: vec![0; scene.len()],
                 latest: vec![arrival; scene.len()],
                 models_left: scene.iter().filter(|&&r| r > 0).count(),
+                roots_left: system.roots().filter(|i| scene[i.0] > 0).count(),
+                objects_started: false,
                 scene: scene.clone(),
                 finish: arrival,
             });
@@ -732,7 +743,7 @@ impl Sim<'_> {
         match self.cfg.admission {
             FrameAdmission::Behind(limit) => {
                 let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
-                if pipeline_behind(&self.view, &self.cluster, &self.placer, now, limit) {
+                if detector_behind(&self.view, &self.cluster, &self.placer, now, limit) {
                     self.drop_frame(now, f);
                     return Ok(());
                 }
@@ -874,7 +885,9 @@ impl Sim<'_> {
             .expect("a model finished for a live frame");
         fs.finish = fs.finish.max(now);
         fs.models_left -= 1;
-        if system.models[i.0].parent.is_none() {
+        let root = system.models[i.0].parent.is_none();
+        if root {
+            fs.roots_left -= 1;
             // Planned as the daemon plans it: level-1 counts known, deeper
             // models estimated.
             let scene = self.scene.scene(system, &fs.scene, self.cfg.root_items);
@@ -883,6 +896,17 @@ impl Sim<'_> {
                 .observe_scene(&mut *self.sched, &self.view, &self.cluster, now, scene)
                 .is_some();
         }
+        if root && self.behind_at_fan_out(now, f) {
+            // Its detector's work counts in the run's span.
+            self.report.duration_ms = self.report.duration_ms.max(now);
+            self.in_flight -= 1;
+            self.drop_frame(now, f);
+            if step_due {
+                self.step_if_due(now);
+            }
+            return Ok(());
+        }
+        let fs = self.frames[f].as_mut().expect("checked live above");
         // Release the children's requests, crops prepared in parallel,
         // interleaving the children round-robin.
         let children = &system.models[i.0].children;
@@ -896,6 +920,7 @@ impl Sim<'_> {
                     let t = now + self.cfg.crop_ms * (n / self.cfg.crop_threads + 1) as f64;
                     releases.push((t, *c));
                     n += 1;
+                    fs.objects_started = true;
                 }
             }
         }
@@ -927,6 +952,33 @@ impl Sim<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// Real-time dropping's second stage: whether frame f, its detectors all
+    /// done and none of its objects started, finds the pipeline too far
+    /// behind for them ([`behind_at_fan_out`]). A frame with no objects is
+    /// never dropped here.
+    fn behind_at_fan_out(&self, now: f64, f: usize) -> bool {
+        let FrameAdmission::Behind(limit) = self.cfg.admission else {
+            return false;
+        };
+        let fs = self.frames[f].as_ref().expect("a live frame");
+        let has_objects = self
+            .system
+            .model_ids()
+            .any(|m| self.system.models[m.0].level == 1 && fs.scene[m.0] > 0);
+        if fs.roots_left > 0 || fs.objects_started || !has_objects {
+            return false;
+        }
+        let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
+        behind_at_fan_out(
+            &self.view,
+            &self.cluster,
+            &self.placer,
+            now,
+            now - fs.arrival,
+            limit,
+        )
     }
 
     fn ready(&mut self, now: f64, f: usize, i: ModelId) -> Result<(), SimError> {
