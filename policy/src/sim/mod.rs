@@ -741,9 +741,11 @@ impl Sim<'_> {
         }
         self.report.frames[f].bound_ms = self.last_bound.as_ref().map_or(f64::NAN, |b| b.2);
         match self.cfg.admission {
-            FrameAdmission::Behind(limit) => {
-                let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
-                if detector_behind(&self.view, &self.cluster, &self.placer, now, limit) {
+            FrameAdmission::Behind(_) => {
+                let behind = self.behind_limit_ms().is_some_and(|limit| {
+                    detector_behind(&self.view, &self.cluster, &self.placer, now, limit)
+                });
+                if behind {
                     self.drop_frame(now, f);
                     return Ok(());
                 }
@@ -959,7 +961,7 @@ impl Sim<'_> {
     /// behind for them ([`behind_at_fan_out`]). A frame with no objects is
     /// never dropped here.
     fn behind_at_fan_out(&self, now: f64, f: usize) -> bool {
-        let FrameAdmission::Behind(limit) = self.cfg.admission else {
+        let Some(limit) = self.behind_limit_ms() else {
             return false;
         };
         let fs = self.frames[f].as_ref().expect("a live frame");
@@ -970,7 +972,6 @@ impl Sim<'_> {
         if fs.roots_left > 0 || fs.objects_started || !has_objects {
             return false;
         }
-        let limit = limit.unwrap_or(1000.0 / self.cfg.fps);
         behind_at_fan_out(
             &self.view,
             &self.cluster,
@@ -979,6 +980,15 @@ impl Sim<'_> {
             now - fs.arrival,
             limit,
         )
+    }
+
+    /// Real-time dropping's limit, ms (one frame period unless set), or
+    /// `None` under another admission.
+    fn behind_limit_ms(&self) -> Option<f64> {
+        match self.cfg.admission {
+            FrameAdmission::Behind(limit) => Some(limit.unwrap_or(1000.0 / self.cfg.fps)),
+            _ => None,
+        }
     }
 
     fn ready(&mut self, now: f64, f: usize, i: ModelId) -> Result<(), SimError> {
