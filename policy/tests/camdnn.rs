@@ -260,11 +260,7 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
 /// (`RECORD_OVERRIDE`): 0.809 (docs/suite.md).
 #[test]
 fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
-    let cfg = SimConfig {
-        drop_step_gap_ms: 0.0,
-        ..SimConfig::default()
-    };
-    let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, cfg);
+    let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, timer_steps());
     assert!(full.choices()[5] >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.7, "camdnn-greedy on time {on_time:.3}");
     let (_, on_time) = greedy_on_generated(2214, Shape::DominanceShift);
@@ -300,6 +296,15 @@ fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
 /// on-time share.
 fn greedy_on_generated(seed: u64, shape: Shape) -> (Camdnn<GreedyPlanner>, f64) {
     greedy_on_generated_with(seed, shape, SimConfig::default())
+}
+
+/// The default settings with global steps on the epoch timer alone (no
+/// step brought forward by a dropped frame).
+fn timer_steps() -> SimConfig {
+    SimConfig {
+        drop_step_gap_ms: 0.0,
+        ..SimConfig::default()
+    }
 }
 
 /// The same under `cfg`.
@@ -342,11 +347,7 @@ fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
 /// (0.486; with one stage it went back with the earliest-finish rule).
 #[test]
 fn the_global_step_can_go_back_to_the_start_up_residency_under_either_rule() {
-    let cfg = SimConfig {
-        drop_step_gap_ms: 0.0,
-        ..SimConfig::default()
-    };
-    let (full, on_time) = greedy_on_generated_with(5009, Shape::DominanceShift, cfg);
+    let (full, on_time) = greedy_on_generated_with(5009, Shape::DominanceShift, timer_steps());
     let c = full.choices();
     assert!(c[6] + c[8] >= 1, "choices: {c:?}");
     assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");

@@ -898,7 +898,7 @@ impl Sim<'_> {
                 .observe_scene(&mut *self.sched, &self.view, &self.cluster, now, scene)
                 .is_some();
         }
-        if root && self.behind_at_fan_out(now, f) {
+        if root && self.drops_at_fan_out(now, f) {
             // Its detector's work counts in the run's span.
             self.report.duration_ms = self.report.duration_ms.max(now);
             self.in_flight -= 1;
@@ -960,7 +960,7 @@ impl Sim<'_> {
     /// done and none of its objects started, finds the pipeline too far
     /// behind for them ([`behind_at_fan_out`]). A frame with no objects is
     /// never dropped here.
-    fn behind_at_fan_out(&self, now: f64, f: usize) -> bool {
+    fn drops_at_fan_out(&self, now: f64, f: usize) -> bool {
         let Some(limit) = self.behind_limit_ms() else {
             return false;
         };
