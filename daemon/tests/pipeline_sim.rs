@@ -726,3 +726,89 @@ fn a_global_step_that_panics_leaves_the_pipeline_serving() {
     let log = log.lock().unwrap();
     assert_eq!(log[..3], ["start", "finish", "start"], "{log:?}");
 }
+
+/// A CPU and a GPU with one slot each for four models, and a detector whose
+/// load (500 ms) is longer than the drop limit: no plan hosts every model,
+/// so start-up leaves the detector resident nowhere.
+const TWO_SLOTS: &str = r#"
+name = "two-slots"
+max_batch = 1
+
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 1
+
+[[processor]]
+name = "gpu"
+kind = "gpu"
+max_resident = 1
+
+[[model]]
+name = "detector"
+
+[[model]]
+name = "inception_v1"
+parent = "detector"
+classes = ["person"]
+
+[[model]]
+name = "squeezenet"
+parent = "detector"
+classes = ["car"]
+
+[[model]]
+name = "mobilenet_v1"
+parent = "detector"
+classes = ["bicycle"]
+
+[profile.detector.cpu]
+exec_ms = [5.0]
+load_ms = 500.0
+
+[profile.detector.gpu]
+exec_ms = [8.0]
+load_ms = 500.0
+
+[profile.inception_v1.cpu]
+exec_ms = [3.0]
+load_ms = 20.0
+
+[profile.squeezenet.cpu]
+exec_ms = [3.0]
+load_ms = 20.0
+
+[profile.mobilenet_v1.gpu]
+exec_ms = [3.0]
+load_ms = 20.0
+"#;
+
+/// Real-time dropping does not drop every frame for a detector load that
+/// only a frame would start (`policy::admission::detector_behind`): the
+/// first frame on idle units loads the detector and is answered, and so is
+/// the next. Before, the daemon answered every frame `overloaded` and never
+/// loaded the detector.
+#[test]
+fn the_first_frame_loads_a_detector_resident_nowhere_instead_of_being_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("two-slots.toml");
+    std::fs::write(&profile, TWO_SLOTS).unwrap();
+    let mut cfg = config();
+    cfg.pipeline.profile = profile;
+    cfg.pipeline.policy = None;
+    cfg.pipeline.max_batch = 1;
+    cfg.pipeline.drop_behind_ms = Some(71.4);
+    cfg.pipeline.processors.retain(|p| p.name != "dsp");
+    for p in &mut cfg.pipeline.processors {
+        p.max_resident = 1;
+    }
+    let built = pipeline::start(&cfg).unwrap();
+    for seq in 1..=2 {
+        let mut f = frame(seq, &[]);
+        f.detections = None;
+        match submit(&built.pipeline, f).blocking_recv().unwrap() {
+            Outcome::Done(r) => assert!(r.objects.is_empty(), "{r:?}"),
+            other => panic!("frame {seq}: {other:?}"),
+        }
+    }
+}
