@@ -9,7 +9,9 @@ use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{fmt_delay, FrameAdmission, SimConfig};
-use camdnn_policy::suite::{hindsight_speedup, run_case, tally, Case, FLOOR_RATIO};
+use camdnn_policy::suite::{
+    against_every_baseline, hindsight_speedup, run_case, tally, Case, FLOOR_RATIO,
+};
 use camdnn_policy::System;
 
 /// Options of `camdnnd suite`.
@@ -355,6 +357,24 @@ fn print_tally(cases: &[Case], reference: &str) {
         println!(
             "{}: {} cases left out, where it ran with a unit's N_j raised beyond the board's to hold every model (marked * with --cases)",
             t.other, t.own_board
+        );
+    }
+    // The full scheduler's two planners are not each other's baselines.
+    let v = against_every_baseline(cases, reference, &[CAMDNN, "camdnn-greedy"], TIE);
+    if v.cases > 0 {
+        println!(
+            "against every baseline at once: {reference} loses to some baseline on {} of {} cases, is under {FLOOR_RATIO}x of some baseline on {}{}",
+            v.losses,
+            v.cases,
+            v.under_floor,
+            if v.worst_case.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (worst {:.3}x, {} against {})",
+                    v.worst_ratio, v.worst_case, v.worst_other
+                )
+            }
         );
     }
 }
