@@ -43,10 +43,11 @@ pub fn reachable(
 /// runs it (the unit's queued work, plus the work `placer` holds, plus the
 /// detector's load there when it is not resident). Such a frame is dropped
 /// before it costs any work. A load counts only while some unit holds the
-/// detector: when none does, a load is the only way to answer any frame, and
-/// dropping every frame for it would never start it. Any other is detected, and [`behind_at_fan_out`]
-/// decides whether its objects are worth the pipeline's time: a frame with
-/// no objects is answered whatever the classifiers' backlog.
+/// detector: when none does, a load is the only way to answer any frame,
+/// and dropping every frame for it would never start it. Any other frame is
+/// detected, and [`behind_at_fan_out`] decides whether its objects are worth
+/// the pipeline's time: a frame with no objects is answered whatever the
+/// classifiers' backlog.
 pub fn detector_behind(
     system: &System,
     cluster: &Cluster,
@@ -56,9 +57,9 @@ pub fn detector_behind(
 ) -> bool {
     let held = placer.held_work_ms(system);
     system.roots().all(|i| {
-        let held_somewhere = system.supporting(i).any(|j| cluster.is_resident(i, j));
+        let resident_somewhere = system.supporting(i).any(|j| cluster.is_resident(i, j));
         system.supporting(i).all(|j| {
-            let load = if cluster.is_resident(i, j) || !held_somewhere {
+            let load = if cluster.is_resident(i, j) || !resident_somewhere {
                 0.0
             } else {
                 system.load_ms(i, j)
