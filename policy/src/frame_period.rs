@@ -1,5 +1,5 @@
 //! Each camera's frame period, estimated from the frames it sends, so
-//! real-time dropping ([`crate::admission::behind_at_fan_out`]) can hold a
+//! real-time dropping (both stages of [`crate::admission`]) can hold a
 //! frame to its own camera's period without the operator configuring it.
 //!
 //! A stream's period is the median of its last [`SAMPLES`] intervals, each

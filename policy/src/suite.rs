@@ -160,6 +160,16 @@ pub struct Tally {
 /// full scheduler to keep against `camdnn-local` on every case.
 pub const FLOOR_RATIO: f64 = 0.98;
 
+/// The on-time share ratio reference / other that the floor is set on (1
+/// when the other has no frame on time).
+fn on_time_ratio(reference: Headline, other: Headline) -> f64 {
+    if other.on_time > 0.0 {
+        reference.on_time / other.on_time
+    } else {
+        1.0
+    }
+}
+
 /// The reference's wins and losses on the on-time share against every other
 /// scheduler, a difference of at most `tie` (absolute share) being a tie.
 pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
@@ -204,11 +214,7 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
                 } else if r.on_time < o.on_time - tie {
                     t.losses += 1;
                 }
-                let ratio = if o.on_time > 0.0 {
-                    r.on_time / o.on_time
-                } else {
-                    1.0
-                };
+                let ratio = on_time_ratio(r, o);
                 if ratio < FLOOR_RATIO {
                     t.under_floor += 1;
                 }
@@ -297,19 +303,16 @@ pub fn against_every_baseline(
         if baselines.iter().any(|(_, o)| r.on_time < o.on_time - tie) {
             v.losses += 1;
         }
-        let ratio = |o: &Headline| {
-            if o.on_time > 0.0 {
-                r.on_time / o.on_time
-            } else {
-                1.0
-            }
-        };
-        if baselines.iter().any(|(_, o)| ratio(o) < FLOOR_RATIO) {
+        if baselines
+            .iter()
+            .any(|(_, o)| on_time_ratio(r, *o) < FLOOR_RATIO)
+        {
             v.under_floor += 1;
         }
         for (n, o) in &baselines {
-            if ratio(o) < v.worst_ratio {
-                v.worst_ratio = ratio(o);
+            let ratio = on_time_ratio(r, *o);
+            if ratio < v.worst_ratio {
+                v.worst_ratio = ratio;
                 v.worst_case = format!("{}/{}", case.board, case.shape);
                 v.worst_other = n.to_string();
             }

@@ -1135,11 +1135,11 @@ impl<G: GlobalPolicy> Planner<G> {
                     best = Some((*idx, score));
                 }
             }
-            let overriding = (scored as f64 * RECORD_OVERRIDE).ceil() as usize;
+            let overriding = ((scored as f64 * RECORD_OVERRIDE).ceil() as usize).max(1);
             for (idx, score) in trailing {
                 if best
                     .as_ref()
-                    .is_some_and(|b| score.on_time >= b.1.on_time + overriding.max(1))
+                    .is_some_and(|b| score.on_time >= b.1.on_time + overriding)
                 {
                     best = Some((idx, score));
                 }
