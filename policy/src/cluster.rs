@@ -146,6 +146,15 @@ impl Cluster {
                 .is_none_or(|b| self.pinned_mb[j.0] + system.size_mb(i, j) <= b + 1e-9)
     }
 
+    /// Whether model i would fit on p_j beside what is resident there now,
+    /// evicting nothing (N_j and the memory budget).
+    pub fn has_room(&self, system: &System, i: ModelId, j: ProcId) -> bool {
+        let p = &system.processors[j.0];
+        self.resident_count[j.0] < p.max_resident
+            && p.memory_budget_mb
+                .is_none_or(|b| self.resident_mb[j.0] + system.size_mb(i, j) <= b + 1e-9)
+    }
+
     /// Runs a batch of `batch` requests of model i on p_j after the work already
     /// queued there, loading the model first (evicting the least recently used
     /// non-detector models) if it is not resident. The caller checks
@@ -286,6 +295,17 @@ impl Cluster {
         }
     }
 
+    /// The model a load of i on p_j evicts next when p_j is full: the least
+    /// recently used non-detector resident there.
+    pub fn victim(&self, system: &System, i: ModelId, j: ProcId) -> Option<ModelId> {
+        system
+            .model_ids()
+            .filter(|&m| m != i && self.is_resident(m, j) && system.models[m.0].parent.is_some())
+            .min_by(|a, b| {
+                self.last_used[a.0 * self.np + j.0].total_cmp(&self.last_used[b.0 * self.np + j.0])
+            })
+    }
+
     fn make_room(&mut self, system: &System, i: ModelId, j: ProcId) -> u32 {
         let p = &system.processors[j.0];
         let mut evictions = 0;
@@ -296,16 +316,7 @@ impl Cluster {
             if !full {
                 return evictions;
             }
-            let victim = system
-                .model_ids()
-                .filter(|&m| {
-                    m != i && self.is_resident(m, j) && system.models[m.0].parent.is_some()
-                })
-                .min_by(|a, b| {
-                    self.last_used[a.0 * self.np + j.0]
-                        .total_cmp(&self.last_used[b.0 * self.np + j.0])
-                });
-            match victim {
+            match self.victim(system, i, j) {
                 Some(m) => {
                     self.set_resident(system, m, j, false);
                     evictions += 1;
