@@ -292,6 +292,23 @@ fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
     assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
 }
 
+/// On board gen-3181's walk trace (outside the suite's 30) a step one
+/// second in took the static-DIST mapping, which put the detector on the
+/// GPU (67 ms against 23 on the CPU); no choice brought it back beside the
+/// classifier the CPU runs best, and the replay of the start-up residency
+/// (the other classifier on the CPU) lost: camdnn-greedy was on time for
+/// 0.880 against camdnn-local's 0.978. The step now also offers the
+/// detector back on its fastest unit with the classifiers where they are
+/// (`detector_home`), and while its loads are under way the dispatcher does
+/// not pin a detector copy over the GPU's one classifier
+/// (`strands_a_classifier`), which made every frame load a classifier.
+#[test]
+fn the_global_step_can_move_the_detector_home_keeping_the_classifiers() {
+    let (full, on_time) = greedy_on_generated(3181, Shape::RandomWalk);
+    assert!(full.choices()[9] >= 1, "choices: {:?}", full.choices());
+    assert!(on_time >= 0.97, "camdnn-greedy on time {on_time:.3}");
+}
+
 /// camdnn-greedy after a run of board `gen-SEED`'s `shape` trace, and its
 /// on-time share.
 fn greedy_on_generated(seed: u64, shape: Shape) -> (Camdnn<GreedyPlanner>, f64) {

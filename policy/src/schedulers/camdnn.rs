@@ -116,6 +116,17 @@
 //!   replayed frames. Cases under 0.98x of `camdnn-local` on seeds
 //!   2000-2299 and 3000-3299: 5 -> 7 and 11 -> 6, the worst 0.808x ->
 //!   0.943x and 0.840x -> 0.900x (docs/suite.md).
+//! - after static-DIST moved the detector off its fastest unit, the only
+//!   way back was the start-up residency, which on gen-3181 put a
+//!   classifier on a unit six times slower for it; and while the detector
+//!   loaded back, a frame had Algorithm 1 pin a detector copy over the only
+//!   copy of a classifier, which then took turns with another in one slot.
+//!   A tenth choice sends the detector home with the classifiers kept where
+//!   they are ([`detector_home`]), and while a step's loads are under way
+//!   the dispatcher does not load such a copy
+//!   ([`crate::dispatch::strands_a_classifier`]). gen-3181/walk 0.880 ->
+//!   0.978 (camdnn-local 0.978); cases under 0.98x of `camdnn-local` on
+//!   seeds 3000-3299 7 -> 4, the suite unchanged (docs/suite.md).
 
 use super::{Batching, EpochJob, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -205,7 +216,7 @@ struct Computed<G> {
 }
 
 /// Kinds of choice a global step makes ([`Camdnn::choices`]).
-const CHOICES: usize = 9;
+const CHOICES: usize = 10;
 
 /// The choice that changes nothing: Algorithm 1 alone (the paper's host
 /// rule) on the residency as it is, what `camdnn-local` does.
@@ -338,6 +349,10 @@ struct Follow {
     /// The plan's makespan when it was made, ms: a planned host whose queue
     /// alone is longer has fallen behind the plan.
     plan_makespan: f64,
+    /// Until when the loads the last step started are under way, ms: a
+    /// frame meanwhile does not load a detector copy over a lone
+    /// classifier ([`crate::dispatch::strands_a_classifier`]).
+    settle_until_ms: f64,
 }
 
 impl<G: GlobalPolicy> Camdnn<G> {
@@ -355,6 +370,7 @@ impl<G: GlobalPolicy> Camdnn<G> {
                 quota: Vec::new(),
                 plan_residency: Vec::new(),
                 plan_makespan: f64::INFINITY,
+                settle_until_ms: f64::NEG_INFINITY,
             },
             window: Vec::new(),
             start: Mode::Local(HostRule::PerRequest),
@@ -409,7 +425,9 @@ impl<G: GlobalPolicy> Camdnn<G> {
     /// its start-up residency with the paper's rule, and with the
     /// earliest-finish rule, then Algorithm 1 with the group-split rule
     /// ([`HostRule::GroupFinish`]) on the residency as it is, and back on
-    /// the start-up residency.
+    /// the start-up residency, and Algorithm 1 with the paper's rule after
+    /// the detector goes back to its fastest unit, the classifiers kept
+    /// where they are ([`detector_home`]).
     pub fn choices(&self) -> [u32; CHOICES] {
         self.choices
     }
@@ -431,6 +449,15 @@ impl Follow {
         let search = self.resplit.get_or_insert_with(|| Search::new(system));
         if let Some(plan) = stay_split(system, &input, search) {
             self.set_plan(system, cluster, &input, plan);
+        }
+    }
+
+    /// A step's loads started at `now` (`loads` of them): the units'
+    /// queues, loads included, are drained by when they are under way.
+    fn loads_started(&mut self, cluster: &Cluster, now: f64, loads: u32) {
+        if loads > 0 {
+            let drained = cluster.rem_all(now).into_iter().fold(0.0, f64::max);
+            self.settle_until_ms = now + drained;
         }
     }
 
@@ -469,8 +496,13 @@ impl Scheduler for Follow {
     ) -> Option<(ProcId, usize)> {
         match (self.mode, &mut self.fixed) {
             (Mode::Local(rule), _) => {
-                return choose_host(system, cluster, rule, now, i, waiting)
-                    .map(|d| (d.proc, d.batch))
+                let d = choose_host(system, cluster, rule, now, i, waiting)?;
+                if now < self.settle_until_ms
+                    && crate::dispatch::strands_a_classifier(system, cluster, i, d.proc)
+                {
+                    return soonest_resident(system, cluster, now, i, waiting);
+                }
+                return Some((d.proc, d.batch));
             }
             (Mode::Static, Some(fixed)) => return fixed.place(system, cluster, now, i, waiting),
             _ => {}
@@ -573,6 +605,68 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
         }
     }
     out
+}
+
+/// The current residency with every detector moved to its fastest unit,
+/// the classifiers staying where they are: the way back after a choice moved
+/// the detector off it (static-DIST, say), which no choice without loads
+/// offers and the start-up residency offers only with the classifiers'
+/// start-up places. To make room there, the classifier that loses least by
+/// moving goes into a slot the detector left (or stays resident elsewhere
+/// if it already is); one with no place left is resident nowhere and loads
+/// on demand. `None` when every detector is already on its fastest unit.
+pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
+    let mut out = Plan::empty(system);
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            out.set_resident(i, j, input.was_resident(system, i, j));
+        }
+    }
+    let mut moved = false;
+    for r in system.roots() {
+        let home = system
+            .supporting(r)
+            .min_by(|&a, &b| system.exec_ms(r, a, 1).total_cmp(&system.exec_ms(r, b, 1)))?;
+        if out.resident(r, home) {
+            continue;
+        }
+        moved = true;
+        let left: Vec<ProcId> = system.proc_ids().filter(|&j| out.resident(r, j)).collect();
+        for &j in &left {
+            out.set_resident(r, j, false);
+        }
+        while !crate::plan::fits(system, &out, r, home) {
+            // Where a classifier on `home` would run instead: a replica it
+            // already has costs nothing; else its fastest unit with room.
+            let elsewhere = |out: &Plan, c: ModelId| -> Option<(Option<ProcId>, f64)> {
+                if system.proc_ids().any(|k| k != home && out.resident(c, k)) {
+                    return Some((None, 0.0));
+                }
+                system
+                    .supporting(c)
+                    .filter(|&k| k != home && crate::plan::fits(system, out, c, k))
+                    .map(|k| {
+                        (
+                            Some(k),
+                            system.exec_ms(c, k, 1) / system.exec_ms(c, home, 1),
+                        )
+                    })
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+            };
+            let evict = system
+                .request_models()
+                .filter(|&c| out.resident(c, home))
+                .map(|c| (c, elsewhere(&out, c).unwrap_or((None, f64::INFINITY))))
+                .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
+            let (c, (to, _)) = evict?;
+            out.set_resident(c, home, false);
+            if let Some(k) = to {
+                out.set_resident(c, k, true);
+            }
+        }
+        out.set_resident(r, home, true);
+    }
+    moved.then_some(out)
 }
 
 /// How far, as a share of the frames on time, what the kept choice
@@ -896,6 +990,7 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         let loads = d
             .load
             .map_or(0, |r| cluster.apply_residency(system, now, &r));
+        f.loads_started(cluster, now, loads);
         f.mode = d.mode;
         if let Some((plan, makespan)) = d.plan {
             f.follow_plan(plan, makespan, cluster);
@@ -1057,6 +1152,14 @@ impl<G: GlobalPolicy> Planner<G> {
                 stay.clone(),
             ),
         ];
+        if let Some(back) = detector_home(system, &input) {
+            candidates.push((
+                9,
+                Some(keep_idle_residents(system, &input, &back)),
+                Mode::Local(HostRule::PerRequest),
+                stay.clone(),
+            ));
+        }
         // Following a plan needs one.
         candidates.retain(|c| c.2 != Mode::Plan || c.3.is_some());
         if candidates.is_empty() {
@@ -1093,7 +1196,8 @@ impl<G: GlobalPolicy> Planner<G> {
                 let mut probe = f.clone();
                 let mut c = cluster.clone();
                 if let Some(residency) = load {
-                    c.apply_residency(system, now, residency);
+                    let loads = c.apply_residency(system, now, residency);
+                    probe.loads_started(&c, now, loads);
                 }
                 // A return to the residency the cluster already has loads
                 // and evicts nothing: the choice is the one with the same
@@ -1200,6 +1304,21 @@ fn stay_split(system: &System, input: &PlanInput, search: &mut Search) -> Option
         }
         _ => start,
     })
+}
+
+/// Model i on the unit where it is resident whose queue ends soonest.
+fn soonest_resident(
+    system: &System,
+    cluster: &Cluster,
+    now: f64,
+    i: ModelId,
+    waiting: usize,
+) -> Option<(ProcId, usize)> {
+    let j = system
+        .proc_ids()
+        .filter(|&j| cluster.is_resident(i, j))
+        .min_by(|&a, &b| cluster.rem_ms(a, now).total_cmp(&cluster.rem_ms(b, now)))?;
+    Some((j, crate::preferred_fitting(system, i, j, waiting)))
 }
 
 /// Algorithm 1's rule restricted to the hosts where the plan still has

@@ -9,7 +9,9 @@ mod local;
 mod ltf;
 mod recording;
 
-pub use camdnn::{beats, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner, Mode};
+pub use camdnn::{
+    beats, detector_home, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner, Mode,
+};
 pub use cq::CentralQueue;
 pub use fixed::Fixed;
 pub use heft::Heft;
