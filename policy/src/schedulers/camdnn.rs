@@ -127,6 +127,13 @@
 //!   ([`crate::dispatch::strands_a_classifier`]). gen-3181/walk 0.880 ->
 //!   0.978 (camdnn-local 0.978); cases under 0.98x of `camdnn-local` on
 //!   seeds 3000-3299 7 -> 4, the suite unchanged (docs/suite.md).
+//! - on a board whose fastest unit cannot keep up alone, every rule of
+//!   Algorithm 1 counted a slower unit's load and run against it and queued
+//!   every frame on the fast one (gen-2283/paper: 0.102 on time, `cq`
+//!   0.370). An eleventh choice is the central queue's rule ([`Mode::Queue`]):
+//!   each batch to the unit free first, a detector copy loaded there if
+//!   needed, a classifier only where it is resident. gen-2283/paper 0.520
+//!   (docs/suite.md).
 
 use super::{Batching, EpochJob, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -216,7 +223,7 @@ struct Computed<G> {
 }
 
 /// Kinds of choice a global step makes ([`Camdnn::choices`]).
-const CHOICES: usize = 10;
+const CHOICES: usize = 11;
 
 /// The choice that changes nothing: Algorithm 1 alone (the paper's host
 /// rule) on the residency as it is, what `camdnn-local` does.
@@ -327,6 +334,16 @@ pub enum Mode {
     /// Every model on its static-DIST host ([`super::Fixed::static_dist`]),
     /// whatever the scene: no loads while the scene moves.
     Static,
+    /// Each batch to the unit whose queue ends soonest (then the one that
+    /// runs it fastest): the central queue's rule (`cq`), with the sync
+    /// timer's batches. On a board whose fastest unit cannot keep up
+    /// alone, a detector copy on a slower unit that is free first lets
+    /// frames alternate between the two, which no rule of Algorithm 1 does
+    /// (each counts the load and the slower run against that unit). A
+    /// classifier goes only where it is resident, when it is resident
+    /// anywhere: loads on demand of classifiers sent gen-6/walk onto a worse
+    /// residency.
+    Queue,
 }
 
 /// The dispatching half of [`Camdnn`]: the plan it follows (or the local
@@ -427,7 +444,8 @@ impl<G: GlobalPolicy> Camdnn<G> {
     /// ([`HostRule::GroupFinish`]) on the residency as it is, and back on
     /// the start-up residency, and Algorithm 1 with the paper's rule after
     /// the detector goes back to its fastest unit, the classifiers kept
-    /// where they are ([`detector_home`]).
+    /// where they are ([`detector_home`]), and the central queue's rule
+    /// ([`Mode::Queue`]).
     pub fn choices(&self) -> [u32; CHOICES] {
         self.choices
     }
@@ -505,6 +523,21 @@ impl Scheduler for Follow {
                 return Some((d.proc, d.batch));
             }
             (Mode::Static, Some(fixed)) => return fixed.place(system, cluster, now, i, waiting),
+            (Mode::Queue, _) => {
+                let detector = system.models[i.0].parent.is_none();
+                let resident_somewhere = system.proc_ids().any(|j| cluster.is_resident(i, j));
+                let j = system
+                    .supporting(i)
+                    .filter(|&j| cluster.can_host(system, i, j))
+                    .filter(|&j| detector || !resident_somewhere || cluster.is_resident(i, j))
+                    .min_by(|&a, &b| {
+                        cluster
+                            .rem_ms(a, now)
+                            .total_cmp(&cluster.rem_ms(b, now))
+                            .then(system.exec_ms(i, a, 1).total_cmp(&system.exec_ms(i, b, 1)))
+                    })?;
+                return Some((j, crate::preferred_fitting(system, i, j, waiting)));
+            }
             _ => {}
         }
         let behind = self.plan_makespan;
@@ -520,6 +553,7 @@ impl Scheduler for Follow {
         match (self.mode, &self.fixed) {
             (Mode::Local(_), _) => return super::best_resident_batch(system, cluster, i),
             (Mode::Static, Some(fixed)) => return fixed.batch_target(system, cluster, i),
+            (Mode::Queue, _) => return super::best_resident_batch(system, cluster, i),
             _ => {}
         }
         let np = system.num_processors();
@@ -1151,6 +1185,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 Mode::Local(HostRule::GroupFinish),
                 stay.clone(),
             ),
+            (10, None, Mode::Queue, stay.clone()),
         ];
         if let Some(back) = detector_home(system, &input) {
             candidates.push((
@@ -1171,6 +1206,7 @@ impl<G: GlobalPolicy> Planner<G> {
             Mode::Local(HostRule::FinishTime) => 3,
             Mode::Local(HostRule::GroupFinish) => 7,
             Mode::Static => 4,
+            Mode::Queue => 10,
         };
         let choice = if window.is_empty() || period <= 0.0 || !period.is_finite() {
             match (&new, &stay) {
