@@ -307,13 +307,9 @@ impl Cluster {
     }
 
     fn make_room(&mut self, system: &System, i: ModelId, j: ProcId) -> u32 {
-        let p = &system.processors[j.0];
         let mut evictions = 0;
         loop {
-            let full = self.resident_count[j.0] >= p.max_resident
-                || p.memory_budget_mb
-                    .is_some_and(|b| self.resident_mb[j.0] + system.size_mb(i, j) > b + 1e-9);
-            if !full {
+            if self.has_room(system, i, j) {
                 return evictions;
             }
             match self.victim(system, i, j) {

@@ -296,26 +296,24 @@ pub fn against_every_baseline(
             .filter(|&n| n != reference && !not_baselines.contains(&n))
             .filter_map(|n| case.comparable(n).map(|h| (n, h)))
             .collect();
-        if baselines.is_empty() {
+        let Some((worst_other, ratio)) = baselines
+            .iter()
+            .map(|(n, o)| (*n, on_time_ratio(r, *o)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+        else {
             continue;
-        }
+        };
         v.cases += 1;
         if baselines.iter().any(|(_, o)| r.on_time < o.on_time - tie) {
             v.losses += 1;
         }
-        if baselines
-            .iter()
-            .any(|(_, o)| on_time_ratio(r, *o) < FLOOR_RATIO)
-        {
+        if ratio < FLOOR_RATIO {
             v.under_floor += 1;
         }
-        for (n, o) in &baselines {
-            let ratio = on_time_ratio(r, *o);
-            if ratio < v.worst_ratio {
-                v.worst_ratio = ratio;
-                v.worst_case = format!("{}/{}", case.board, case.shape);
-                v.worst_other = n.to_string();
-            }
+        if ratio < v.worst_ratio {
+            v.worst_ratio = ratio;
+            v.worst_case = format!("{}/{}", case.board, case.shape);
+            v.worst_other = worst_other.to_string();
         }
     }
     v

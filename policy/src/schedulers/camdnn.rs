@@ -614,13 +614,18 @@ pub fn beats(system: &System, input: &PlanInput, new: &Plan, stay: &Plan, period
 /// The plan that keeps the current residency: every request placed greedily
 /// on models already resident (repair of an empty plan with that residency).
 pub fn stay_plan(system: &System, input: &PlanInput) -> Option<Plan> {
-    let mut keep = Plan::empty(system);
+    repair(system, input, &residency_as_is(system, input)).ok()
+}
+
+/// A plan with no requests whose residency is the input's.
+fn residency_as_is(system: &System, input: &PlanInput) -> Plan {
+    let mut plan = Plan::empty(system);
     for i in system.model_ids() {
         for j in system.proc_ids() {
-            keep.set_resident(i, j, input.was_resident(system, i, j));
+            plan.set_resident(i, j, input.was_resident(system, i, j));
         }
     }
-    repair(system, input, &keep).ok()
+    plan
 }
 
 /// The residency to apply for an adopted plan: the plan's residents, plus
@@ -650,12 +655,7 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
 /// if it already is); one with no place left is resident nowhere and loads
 /// on demand. `None` when every detector is already on its fastest unit.
 pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
-    let mut out = Plan::empty(system);
-    for i in system.model_ids() {
-        for j in system.proc_ids() {
-            out.set_resident(i, j, input.was_resident(system, i, j));
-        }
-    }
+    let mut out = residency_as_is(system, input);
     let mut moved = false;
     for r in system.roots() {
         let home = system
@@ -665,8 +665,7 @@ pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
             continue;
         }
         moved = true;
-        let left: Vec<ProcId> = system.proc_ids().filter(|&j| out.resident(r, j)).collect();
-        for &j in &left {
+        for j in system.proc_ids() {
             out.set_resident(r, j, false);
         }
         while !crate::plan::fits(system, &out, r, home) {
