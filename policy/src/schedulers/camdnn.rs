@@ -134,6 +134,14 @@
 //!   each batch to the unit free first, a detector copy loaded there if
 //!   needed, a classifier only where it is resident. gen-2283/paper 0.520
 //!   (docs/suite.md).
+//! - every residency offered was one frame's (the fastest hosts, the
+//!   static-DIST mapping, the plan's) or the one the cluster had, so a
+//!   detector on the one slot of the unit a heavy classifier runs best
+//!   stayed there (gen-29: 0.491 on time on the dominance trace). Two more
+//!   choices run Algorithm 1 (earliest finish, group split) on a residency
+//!   for the stream's bottleneck ([`stream_residency`]) of the replayed
+//!   frames' mean scene. gen-29/dominance 0.976; the suite's mean on time
+//!   0.952 -> 0.967 (docs/suite.md).
 
 use super::{Batching, EpochJob, EpochOutcome, Fixed, LocalDispatcher, Scheduler};
 use crate::mlp::search::Search;
@@ -223,7 +231,7 @@ struct Computed<G> {
 }
 
 /// Kinds of choice a global step makes ([`Camdnn::choices`]).
-const CHOICES: usize = 11;
+const CHOICES: usize = 13;
 
 /// The choice that changes nothing: Algorithm 1 alone (the paper's host
 /// rule) on the residency as it is, what `camdnn-local` does.
@@ -332,7 +340,9 @@ pub enum Mode {
     /// Algorithm 1 alone with this host rule.
     Local(HostRule),
     /// Every model on its static-DIST host ([`super::Fixed::static_dist`]),
-    /// whatever the scene: no loads while the scene moves.
+    /// whatever the scene: no loads while the scene moves. While the step's
+    /// loads are under way, a copy resident elsewhere that finishes sooner
+    /// takes the batch ([`sooner_resident`]).
     Static,
     /// Each batch to the unit whose queue ends soonest (then the one that
     /// runs it fastest): the central queue's rule (`cq`), with the sync
@@ -444,8 +454,10 @@ impl<G: GlobalPolicy> Camdnn<G> {
     /// ([`HostRule::GroupFinish`]) on the residency as it is, and back on
     /// the start-up residency, and Algorithm 1 with the paper's rule after
     /// the detector goes back to its fastest unit, the classifiers kept
-    /// where they are ([`detector_home`]), and the central queue's rule
-    /// ([`Mode::Queue`]).
+    /// where they are ([`detector_home`]), the central queue's rule
+    /// ([`Mode::Queue`]), and Algorithm 1 with the earliest-finish rule,
+    /// then with the group-split rule, on a residency for the stream's
+    /// bottleneck ([`stream_residency`]).
     pub fn choices(&self) -> [u32; CHOICES] {
         self.choices
     }
@@ -522,7 +534,13 @@ impl Scheduler for Follow {
                 }
                 return Some((d.proc, d.batch));
             }
-            (Mode::Static, Some(fixed)) => return fixed.place(system, cluster, now, i, waiting),
+            (Mode::Static, Some(fixed)) => {
+                let mapped = fixed.place(system, cluster, now, i, waiting)?;
+                if now < self.settle_until_ms {
+                    return Some(sooner_resident(system, cluster, now, i, waiting, mapped));
+                }
+                return Some(mapped);
+            }
             (Mode::Queue, _) => {
                 let detector = system.models[i.0].parent.is_none();
                 let resident_somewhere = system.proc_ids().any(|j| cluster.is_resident(i, j));
@@ -702,6 +720,99 @@ pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
     moved.then_some(out)
 }
 
+/// A residency for the stream of the scene on camera rather than for one
+/// frame: the models the scene needs, the most work first, each on the unit
+/// with room whose per-frame work it raises least, then replicas that take
+/// a share of a model's requests off the most loaded unit into a free slot
+/// while that lowers the most loaded unit's work by 5 % at least; what is
+/// already resident keeps a slot still free before the replicas take
+/// theirs ([`keep_idle_residents`]). Under load the stream's
+/// bottleneck decides, and a detector on the unit a heavy classifier runs
+/// best can hold its only slot: on gen-29 (an NPU with one slot, fastest for
+/// every model) the detector's start-up place there left 20 objects a
+/// frame to the CPU at 6x the time, and no other choice moved it. Loads are
+/// not counted here; the step's replay charges them. `None` when a model
+/// the scene needs finds no room.
+pub fn stream_residency(system: &System, input: &PlanInput) -> Option<Plan> {
+    let np = system.num_processors();
+    // Per-frame work of model i on unit j, its requests in batches as
+    // large as the unit takes.
+    let work = |i: ModelId, j: ProcId| {
+        let n = input.scene[i.0] as usize;
+        let k = n.min(system.max_batch_on(i, j)).max(1);
+        n as f64 * system.exec_ms(i, j, k) / k as f64
+    };
+    let least_work = |i: ModelId| {
+        system
+            .supporting(i)
+            .map(|j| work(i, j))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut needed: Vec<ModelId> = system
+        .model_ids()
+        .filter(|i| input.scene[i.0] > 0)
+        .collect();
+    needed.sort_by(|&a, &b| least_work(b).total_cmp(&least_work(a)));
+    let mut out = Plan::empty(system);
+    let mut load = vec![0.0; np];
+    // Share of model i's requests on unit j, indexed i * np + j.
+    let mut share = vec![0.0; system.num_models() * np];
+    for &i in &needed {
+        let j = system
+            .supporting(i)
+            .filter(|&j| crate::plan::fits(system, &out, i, j))
+            .min_by(|&a, &b| (load[a.0] + work(i, a)).total_cmp(&(load[b.0] + work(i, b))))?;
+        out.set_resident(i, j, true);
+        load[j.0] += work(i, j);
+        share[i.0 * np + j.0] = 1.0;
+    }
+    // What is resident stays where it still fits: replicas take only the
+    // slots left free, not a model the scene may bring back.
+    let mut out = keep_idle_residents(system, input, &out);
+    loop {
+        let peak = load.iter().copied().fold(0.0, f64::max);
+        let Some(b) = system.proc_ids().find(|j| load[j.0] == peak) else {
+            break;
+        };
+        // The replica that lowers the peak most: a share s of model i's
+        // requests from b to q, evening out the two units' work.
+        let mut best: Option<(f64, ModelId, ProcId, f64)> = None;
+        for &i in &needed {
+            let on_b = share[i.0 * np + b.0];
+            if on_b <= 0.0 {
+                continue;
+            }
+            for q in system.supporting(i) {
+                if q == b || out.resident(i, q) || !crate::plan::fits(system, &out, i, q) {
+                    continue;
+                }
+                let (wb, wq) = (work(i, b), work(i, q));
+                let s = ((load[b.0] - load[q.0]) / (wb + wq)).clamp(0.0, on_b);
+                let others = system
+                    .proc_ids()
+                    .filter(|&j| j != b && j != q)
+                    .map(|j| load[j.0])
+                    .fold(0.0, f64::max);
+                let after = (load[b.0] - s * wb).max(load[q.0] + s * wq).max(others);
+                if best.is_none_or(|x| after < x.0) {
+                    best = Some((after, i, q, s));
+                }
+            }
+        }
+        match best {
+            Some((after, i, q, s)) if after < peak * 0.95 => {
+                out.set_resident(i, q, true);
+                load[b.0] -= s * work(i, b);
+                load[q.0] += s * work(i, q);
+                share[i.0 * np + b.0] -= s;
+                share[i.0 * np + q.0] += s;
+            }
+            _ => break,
+        }
+    }
+    Some(out)
+}
+
 /// How far, as a share of the frames on time, what the kept choice
 /// delivered may fall short of its replay on the same frames before that
 /// kind of choice is marked as misjudged ([`TrackRecord::misjudge`]).
@@ -851,6 +962,38 @@ fn timer_epoch(epoch_ms: f64) -> Option<f64> {
     (epoch_ms.is_finite() && epoch_ms > 0.0).then_some(epoch_ms)
 }
 
+/// The mean of `frames` (request models only, as the replays take them),
+/// rounded, as a scene of every model (detectors' entries 1, as in
+/// `latest`); `latest` itself when there are no frames.
+fn mean_scene<'a>(
+    system: &System,
+    latest: &[u32],
+    frames: impl Iterator<Item = &'a Vec<u32>>,
+) -> Vec<u32> {
+    let mut sum = vec![0.0; system.num_models()];
+    let mut n = 0.0;
+    for f in frames {
+        for (i, &c) in system.request_models().zip(f) {
+            sum[i.0] += f64::from(c);
+        }
+        n += 1.0;
+    }
+    if n == 0.0 {
+        return latest.to_vec();
+    }
+    let mut out = latest.to_vec();
+    for i in system.request_models() {
+        let mean = sum[i.0] / n;
+        // A type seen at all keeps a place, however rare.
+        out[i.0] = if mean > 0.0 {
+            mean.round().max(1.0) as u32
+        } else {
+            0
+        };
+    }
+    out
+}
+
 /// The latest scene (request models only) held for [`LOOKAHEAD_EPOCHS`]
 /// epochs of frames at `period_ms`; without a timer an epoch is the
 /// `frames_per_epoch` offered since the last step.
@@ -950,9 +1093,11 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
 
     /// The global step: the policy's plan for the latest scene, the searched
     /// stay plan, Algorithm 1 alone (each host rule, on the residency as
-    /// it is or back on its start-up residency) and the static-DIST mapping
-    /// are each replayed on the frames of the last [`HISTORY`] epochs and on
-    /// [`LOOKAHEAD_EPOCHS`] of the latest scene, each from the cluster's
+    /// it is, back on its start-up residency, with the detector sent home,
+    /// or on a residency for the stream's bottleneck), the central queue's
+    /// rule and the static-DIST mapping are each replayed on the frames of
+    /// the last [`HISTORY`] epochs and on [`LOOKAHEAD_EPOCHS`] of the
+    /// latest scene, each from the cluster's
     /// present state (queues, residency, the choice's loads);
     /// the best is kept for the next epoch, the current choice unless
     /// another is clearly better (on delay alone by a wider margin without
@@ -1186,6 +1331,29 @@ impl<G: GlobalPolicy> Planner<G> {
             ),
             (10, None, Mode::Queue, stay.clone()),
         ];
+        // The stream residency is for the mean scene the replays are run
+        // on (the past window and the latest scene held): the latest scene
+        // alone moves with every step on a random walk, and each move loads.
+        let ahead = lookahead(system, scene, epoch_ms, period, frames_per_epoch);
+        let replayed = mean_scene(system, scene, window.iter().chain(&ahead));
+        let stream_input = PlanInput {
+            scene: &replayed,
+            ..input
+        };
+        if let Some(stream) = stream_residency(system, &stream_input) {
+            candidates.push((
+                11,
+                Some(stream.clone()),
+                Mode::Local(HostRule::FinishTime),
+                stay.clone(),
+            ));
+            candidates.push((
+                12,
+                Some(stream),
+                Mode::Local(HostRule::GroupFinish),
+                stay.clone(),
+            ));
+        }
         if let Some(back) = detector_home(system, &input) {
             candidates.push((
                 9,
@@ -1217,7 +1385,6 @@ impl<G: GlobalPolicy> Planner<G> {
             }
         } else {
             let mut best: Option<(usize, Score)> = None;
-            let ahead = lookahead(system, scene, epoch_ms, period, frames_per_epoch);
             let cfg = replay_config(period, admission);
             let scored = window.len() + ahead.len();
             // The incumbent first, so a tie keeps it.
@@ -1356,6 +1523,31 @@ fn soonest_resident(
     Some((j, crate::preferred_fitting(system, i, j, waiting)))
 }
 
+/// `mapped` (a host and batch size for up to `waiting` requests of model
+/// i), or the unit where i is already resident that finishes a batch of
+/// them sooner. While a step's loads are under way the mapped unit may be
+/// queued behind a long load; a copy left resident elsewhere serves
+/// meanwhile. On gen-25's bursts trace the static-DIST mapping queued the
+/// empty frames' detector behind an 844 ms classifier load on the GPU
+/// while its copy on the DSP was idle: seven frames late, four dropped.
+fn sooner_resident(
+    system: &System,
+    cluster: &Cluster,
+    now: f64,
+    i: ModelId,
+    waiting: usize,
+    mapped: (ProcId, usize),
+) -> (ProcId, usize) {
+    let finish = |(j, k): (ProcId, usize)| cluster.rem_ms(j, now) + system.exec_ms(i, j, k);
+    system
+        .proc_ids()
+        .filter(|&j| cluster.is_resident(i, j))
+        .map(|j| (j, crate::preferred_fitting(system, i, j, waiting)))
+        .filter(|&alt| finish(alt) < finish(mapped))
+        .min_by(|a, b| finish(*a).total_cmp(&finish(*b)))
+        .unwrap_or(mapped)
+}
+
 /// Algorithm 1's rule restricted to the hosts where the plan still has
 /// requests of model i for the current frame (`quota`, indexed
 /// `i * n_p + j`) and where i is resident, with batches no larger than that
@@ -1391,9 +1583,9 @@ fn planned_host(
 
 #[cfg(test)]
 mod tests {
-    use super::{Camdnn, Score, TrackRecord, CHOICES, DEFAULT_CHOICE, REPLAY_FRAMES};
-    use crate::schedulers::{GreedyPlanner, Scheduler};
-    use crate::{Cluster, System};
+    use super::{Camdnn, Mode, Score, TrackRecord, CHOICES, DEFAULT_CHOICE, REPLAY_FRAMES};
+    use crate::schedulers::{Fixed, GreedyPlanner, Scheduler};
+    use crate::{Cluster, ModelId, Plan, ProcId, System};
 
     /// The frames each epoch keeps for the replays after `epochs` epochs of
     /// `per_epoch` frames each, 5 s apart.
@@ -1426,6 +1618,74 @@ mod tests {
             .iter()
             .map(|w| w.len())
             .collect()
+    }
+
+    /// A GPU that runs the detector 4x and the classifier 10x faster than
+    /// the CPU, and takes 800 ms to load the classifier.
+    fn slow_classifier_load() -> System {
+        let mut toml = String::from(
+            "name = \"slow-load\"\nmax_batch = 1\n\n\
+             [[processor]]\nname = \"cpu\"\nkind = \"cpu\"\nmax_resident = 2\n\n\
+             [[processor]]\nname = \"gpu\"\nkind = \"gpu\"\nmax_resident = 2\n\n\
+             [[model]]\nname = \"detector\"\n\n\
+             [[model]]\nname = \"cls\"\nparent = \"detector\"\nclasses = [\"a\"]\n",
+        );
+        for (model, unit, exec, load) in [
+            ("detector", "cpu", 20.0, 50.0),
+            ("detector", "gpu", 5.0, 50.0),
+            ("cls", "cpu", 10.0, 20.0),
+            ("cls", "gpu", 1.0, 800.0),
+        ] {
+            toml += &format!("\n[profile.{model}.{unit}]\nexec_ms = [{exec}]\nload_ms = {load}\n");
+        }
+        System::from_toml(&toml).unwrap()
+    }
+
+    #[test]
+    fn under_the_static_mapping_a_resident_copy_serves_while_the_steps_load_runs() {
+        let system = slow_classifier_load();
+        let (det, cls) = (ModelId(0), ModelId(1));
+        let (cpu, gpu) = (ProcId(0), ProcId(1));
+        let mut s = Camdnn::new(GreedyPlanner::default(), 5.0);
+        let mut cluster = Cluster::new(&system);
+        // The detector on both units, the classifier on the CPU alone.
+        let mut start = Plan::empty(&system);
+        start.set_resident(det, cpu, true);
+        start.set_resident(det, gpu, true);
+        start.set_resident(cls, cpu, true);
+        cluster.preload(&system, &start);
+        // static-DIST maps both models to the GPU: taking its mapping at
+        // t = 0 loads the classifier there, 800 ms of the GPU's queue.
+        let fixed = Fixed::static_dist(&system, 5.0);
+        assert_eq!((fixed.host(det), fixed.host(cls)), (gpu, gpu));
+        let mut mapping = start.clone();
+        mapping.set_resident(cls, gpu, true);
+        let follow = &mut s.follow;
+        follow.fixed = Some(fixed);
+        follow.mode = Mode::Static;
+        let loads = cluster.apply_residency(&system, 0.0, &mapping);
+        assert_eq!(loads, 1);
+        follow.loads_started(&cluster, 0.0, loads);
+        // Meanwhile the detector runs on the idle CPU (20 ms) rather than
+        // after the load on the GPU (805 ms), and the classifier where it
+        // was already resident.
+        assert_eq!(
+            follow.place(&system, &cluster, 10.0, det, 1),
+            Some((cpu, 1))
+        );
+        assert_eq!(
+            follow.place(&system, &cluster, 10.0, cls, 1),
+            Some((cpu, 1))
+        );
+        // Once the load is done, the mapping again.
+        assert_eq!(
+            follow.place(&system, &cluster, 900.0, det, 1),
+            Some((gpu, 1))
+        );
+        assert_eq!(
+            follow.place(&system, &cluster, 900.0, cls, 1),
+            Some((gpu, 1))
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ mod ltf;
 mod recording;
 
 pub use camdnn::{
-    beats, detector_home, keep_idle_residents, stay_plan, Camdnn, GreedyPlanner, Mode,
+    beats, detector_home, keep_idle_residents, stay_plan, stream_residency, Camdnn, GreedyPlanner,
+    Mode,
 };
 pub use cq::CentralQueue;
 pub use fixed::Fixed;

@@ -1,0 +1,157 @@
+//! The residency a global step offers for the stream of the scene on
+//! camera (`schedulers::stream_residency`): under load the unit with the
+//! most work per frame decides, not one frame's makespan on idle units.
+
+use camdnn_policy::schedulers::stream_residency;
+use camdnn_policy::{Plan, PlanInput, System};
+
+/// A board of `units` (name, slots) and `profile` rows (model, unit,
+/// exec_ms at batch 1, load_ms); every classifier a child of `detector`.
+fn board(units: &[(&str, usize)], classifiers: &[&str], profile: &[(&str, &str, f64)]) -> System {
+    let mut toml = String::from("name = \"hand\"\nmax_batch = 1\n");
+    for (name, slots) in units {
+        toml += &format!(
+            "\n[[processor]]\nname = \"{name}\"\nkind = \"cpu\"\nmax_resident = {slots}\n"
+        );
+    }
+    toml += "\n[[model]]\nname = \"detector\"\n";
+    for c in classifiers {
+        toml +=
+            &format!("\n[[model]]\nname = \"{c}\"\nparent = \"detector\"\nclasses = [\"{c}\"]\n");
+    }
+    for (model, unit, exec) in profile {
+        toml += &format!("\n[profile.{model}.{unit}]\nexec_ms = [{exec}]\nload_ms = 50.0\n");
+    }
+    System::from_toml(&toml).unwrap()
+}
+
+/// The (model, unit) pairs resident in `plan`.
+fn resident(system: &System, plan: &Plan) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for i in system.model_ids() {
+        for j in system.proc_ids() {
+            if plan.resident(i, j) {
+                out.push((
+                    system.models[i.0].name.clone(),
+                    system.processors[j.0].name.clone(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+    p.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// gen-29's shape: an NPU with one slot runs every model fastest. For one
+/// frame on idle units the detector belongs there; for a stream of frames
+/// with 20 objects of `heavy` it does not: 20 x 2 ms on the NPU against
+/// 20 x 14 ms on the CPU, while the detector costs the CPU 21 ms.
+#[test]
+fn the_heavy_classifier_takes_the_one_slot_unit_and_the_detector_moves() {
+    let system = board(
+        &[("cpu", 4), ("npu", 1)],
+        &["heavy", "light"],
+        &[
+            ("detector", "cpu", 21.0),
+            ("detector", "npu", 5.0),
+            ("heavy", "cpu", 14.0),
+            ("heavy", "npu", 2.0),
+            ("light", "cpu", 7.0),
+            ("light", "npu", 1.0),
+        ],
+    );
+    // The detector alone on the NPU, as Algorithm 1's start-up puts it.
+    let mut now = Plan::empty(&system);
+    now.set_resident(
+        system.model_by_name("detector").unwrap(),
+        system.proc_by_name("npu").unwrap(),
+        true,
+    );
+    let scene = vec![1, 20, 2];
+    let rem = vec![0.0; 2];
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: now.residency(),
+        frames_per_epoch: 70.0,
+    };
+    let plan = stream_residency(&system, &input).expect("every model has room");
+    // heavy (40 ms a frame at best) goes first, to the NPU; the detector
+    // and light go to the CPU (21 + 14 ms), leaving the NPU at 40 ms.
+    assert_eq!(
+        resident(&system, &plan),
+        pairs(&[("detector", "cpu"), ("heavy", "npu"), ("light", "cpu")])
+    );
+
+    // A scene without objects: the detector is all the work, and the NPU
+    // takes it; a replica on the CPU takes a fifth of the frames (the most
+    // loaded unit's 5 ms a frame falls to 4), and is resident only where
+    // no model the scene needs wants the slot.
+    let empty = vec![1, 0, 0];
+    let input = PlanInput {
+        scene: &empty,
+        ..input
+    };
+    let plan = stream_residency(&system, &input).unwrap();
+    assert_eq!(
+        resident(&system, &plan),
+        pairs(&[("detector", "cpu"), ("detector", "npu")])
+    );
+}
+
+/// Two equal units with room: a classifier with more work than the
+/// detector gets a replica on the other unit, which evens out their work
+/// per frame (30 + 5 ms on one unit alone; 15 + 5 against 15 with a
+/// share moved).
+#[test]
+fn a_replica_takes_a_share_off_the_most_loaded_unit() {
+    let system = board(
+        &[("a", 2), ("b", 2)],
+        &["cls"],
+        &[
+            ("detector", "a", 5.0),
+            ("detector", "b", 5.0),
+            ("cls", "a", 3.0),
+            ("cls", "b", 3.0),
+        ],
+    );
+    let scene = vec![1, 10];
+    let rem = vec![0.0; 2];
+    let nothing = Plan::empty(&system);
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: nothing.residency(),
+        frames_per_epoch: 70.0,
+    };
+    let plan = stream_residency(&system, &input).unwrap();
+    assert_eq!(
+        resident(&system, &plan),
+        pairs(&[("detector", "b"), ("cls", "a"), ("cls", "b")])
+    );
+}
+
+/// A model the scene needs with no unit left to take it: no residency.
+#[test]
+fn no_residency_when_a_needed_model_finds_no_slot() {
+    let system = board(
+        &[("only", 1)],
+        &["cls"],
+        &[("detector", "only", 5.0), ("cls", "only", 3.0)],
+    );
+    let scene = vec![1, 4];
+    let rem = vec![0.0];
+    let nothing = Plan::empty(&system);
+    let input = PlanInput {
+        scene: &scene,
+        rem_ms: &rem,
+        residency: nothing.residency(),
+        frames_per_epoch: 70.0,
+    };
+    assert!(stream_residency(&system, &input).is_none());
+}
