@@ -41,6 +41,18 @@ fn resident(system: &System, plan: &Plan) -> Vec<(String, String)> {
     out
 }
 
+/// The stream residency of `scene` from `now`'s residency, idle units.
+fn stream_of(system: &System, scene: &[u32], now: &Plan) -> Option<Plan> {
+    let rem = vec![0.0; system.num_processors()];
+    let input = PlanInput {
+        scene,
+        rem_ms: &rem,
+        residency: now.residency(),
+        frames_per_epoch: 70.0,
+    };
+    stream_residency(system, &input)
+}
+
 fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
     p.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -72,15 +84,7 @@ fn the_heavy_classifier_takes_the_one_slot_unit_and_the_detector_moves() {
         system.proc_by_name("npu").unwrap(),
         true,
     );
-    let scene = vec![1, 20, 2];
-    let rem = vec![0.0; 2];
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &rem,
-        residency: now.residency(),
-        frames_per_epoch: 70.0,
-    };
-    let plan = stream_residency(&system, &input).expect("every model has room");
+    let plan = stream_of(&system, &[1, 20, 2], &now).expect("every model has room");
     // heavy (40 ms a frame at best) goes first, to the NPU; the detector
     // and light go to the CPU (21 + 14 ms), leaving the NPU at 40 ms.
     assert_eq!(
@@ -92,12 +96,7 @@ fn the_heavy_classifier_takes_the_one_slot_unit_and_the_detector_moves() {
     // takes it; a replica on the CPU takes a fifth of the frames (the most
     // loaded unit's 5 ms a frame falls to 4), and is resident only where
     // no model the scene needs wants the slot.
-    let empty = vec![1, 0, 0];
-    let input = PlanInput {
-        scene: &empty,
-        ..input
-    };
-    let plan = stream_residency(&system, &input).unwrap();
+    let plan = stream_of(&system, &[1, 0, 0], &now).unwrap();
     assert_eq!(
         resident(&system, &plan),
         pairs(&[("detector", "cpu"), ("detector", "npu")])
@@ -120,16 +119,7 @@ fn a_replica_takes_a_share_off_the_most_loaded_unit() {
             ("cls", "b", 3.0),
         ],
     );
-    let scene = vec![1, 10];
-    let rem = vec![0.0; 2];
-    let nothing = Plan::empty(&system);
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &rem,
-        residency: nothing.residency(),
-        frames_per_epoch: 70.0,
-    };
-    let plan = stream_residency(&system, &input).unwrap();
+    let plan = stream_of(&system, &[1, 10], &Plan::empty(&system)).unwrap();
     assert_eq!(
         resident(&system, &plan),
         pairs(&[("detector", "b"), ("cls", "a"), ("cls", "b")])
@@ -144,14 +134,5 @@ fn no_residency_when_a_needed_model_finds_no_slot() {
         &["cls"],
         &[("detector", "only", 5.0), ("cls", "only", 3.0)],
     );
-    let scene = vec![1, 4];
-    let rem = vec![0.0];
-    let nothing = Plan::empty(&system);
-    let input = PlanInput {
-        scene: &scene,
-        rem_ms: &rem,
-        residency: nothing.residency(),
-        frames_per_epoch: 70.0,
-    };
-    assert!(stream_residency(&system, &input).is_none());
+    assert!(stream_of(&system, &[1, 4], &Plan::empty(&system)).is_none());
 }
