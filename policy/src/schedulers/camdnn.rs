@@ -731,9 +731,11 @@ pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
 /// best can hold its only slot: on gen-29 (an NPU with one slot, fastest for
 /// every model) the detector's start-up place there left 20 objects a
 /// frame to the CPU at 6x the time, and no other choice moved it. Loads are
-/// not counted here; the step's replay charges them. `None` when a model
-/// the scene needs finds no room.
-pub fn stream_residency(system: &System, input: &PlanInput) -> Option<Plan> {
+/// not counted here; the step's replay charges them. With fewer slots than
+/// the models the scene needs, those with the least work are left to load
+/// on demand: on gen-3020 the step had nothing to offer when that happened,
+/// and kept a choice that thrashed loads on the CPU.
+pub fn stream_residency(system: &System, input: &PlanInput) -> Plan {
     let np = system.num_processors();
     // Per-frame work of model i on unit j, its requests in batches as
     // large as the unit takes.
@@ -758,10 +760,13 @@ pub fn stream_residency(system: &System, input: &PlanInput) -> Option<Plan> {
     // Share of model i's requests on unit j, indexed i * np + j.
     let mut share = vec![0.0; system.num_models() * np];
     for &i in &needed {
-        let j = system
+        let Some(j) = system
             .supporting(i)
             .filter(|&j| crate::plan::fits(system, &out, i, j))
-            .min_by(|&a, &b| (load[a.0] + work(i, a)).total_cmp(&(load[b.0] + work(i, b))))?;
+            .min_by(|&a, &b| (load[a.0] + work(i, a)).total_cmp(&(load[b.0] + work(i, b))))
+        else {
+            continue;
+        };
         out.set_resident(i, j, true);
         load[j.0] += work(i, j);
         share[i.0 * np + j.0] = 1.0;
@@ -810,7 +815,7 @@ pub fn stream_residency(system: &System, input: &PlanInput) -> Option<Plan> {
             _ => break,
         }
     }
-    Some(out)
+    out
 }
 
 /// How far, as a share of the frames on time, what the kept choice
@@ -1340,20 +1345,19 @@ impl<G: GlobalPolicy> Planner<G> {
             scene: &replayed,
             ..input
         };
-        if let Some(stream) = stream_residency(system, &stream_input) {
-            candidates.push((
-                11,
-                Some(stream.clone()),
-                Mode::Local(HostRule::FinishTime),
-                stay.clone(),
-            ));
-            candidates.push((
-                12,
-                Some(stream),
-                Mode::Local(HostRule::GroupFinish),
-                stay.clone(),
-            ));
-        }
+        let stream = stream_residency(system, &stream_input);
+        candidates.push((
+            11,
+            Some(stream.clone()),
+            Mode::Local(HostRule::FinishTime),
+            stay.clone(),
+        ));
+        candidates.push((
+            12,
+            Some(stream),
+            Mode::Local(HostRule::GroupFinish),
+            stay.clone(),
+        ));
         if let Some(back) = detector_home(system, &input) {
             candidates.push((
                 9,
