@@ -10,7 +10,8 @@ use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{fmt_delay, FrameAdmission, SimConfig};
 use camdnn_policy::suite::{
-    against_every_baseline, hindsight_speedup, run_case, tally, Case, FLOOR_RATIO,
+    against_every_baseline, hindsight_speedup, hindsight_speedup_at, run_case, tally, Case,
+    FLOOR_RATIO,
 };
 use camdnn_policy::System;
 
@@ -285,6 +286,18 @@ fn print_hindsight(cases: &[Case]) {
         pool.join(", "),
         hindsight_speedup(cases, BASE, &pool, TIE)
     );
+    for floor in [CAMDNN, "camdnn-greedy"] {
+        let n = cases
+            .iter()
+            .filter(|c| c.comparable(floor).is_some())
+            .count();
+        if n > 0 {
+            println!(
+                "hindsight at {floor}'s on-time share: the best per case as often on time as {floor} would be {:.3}x {BASE}'s median over its {n} cases (the most the median target can gain without giving up on-time share)",
+                hindsight_speedup_at(cases, BASE, floor, &pool, TIE)
+            );
+        }
+    }
 }
 
 fn print_case(case: &Case, heavy: u32) {
