@@ -350,11 +350,13 @@ pub fn hindsight_speedup_at(
     let mut n = 0usize;
     for case in cases {
         let Some(b) = case.of(base) else { continue };
-        let Some(f) = case
-            .comparable(floor)
-            .or_else(|| case.of(base).filter(|_| floor == base))
-        else {
-            continue;
+        let f = if floor == base {
+            b
+        } else {
+            let Some(f) = case.comparable(floor) else {
+                continue;
+            };
+            f
         };
         if !b.median_ms.is_finite() {
             continue;
