@@ -21,16 +21,28 @@ pub struct Headline {
     pub median_ms: f64,
     /// Frames dropped / frames offered.
     pub dropped: f64,
+    /// The delays at the 45th and 55th percentiles (nearest rank, over all
+    /// offered frames as the median): how far the median rests on a step
+    /// between frames of different kinds. On a trace half empty, the
+    /// median is the slowest empty frame and the next rank a heavy one.
+    pub band_ms: [f64; 2],
 }
 
 /// The headline measure of a simulation with deadline `deadline_ms`
 /// (the suite uses two frame periods), from the simulator's accounting.
 pub fn headline(report: &SimReport, deadline_ms: f64) -> Headline {
     let a = Accounting::of(&report.frames, deadline_ms);
+    let mut all: Vec<f64> = report
+        .frames
+        .iter()
+        .map(|f| f.delay_ms.unwrap_or(f64::INFINITY))
+        .collect();
+    all.sort_by(f64::total_cmp);
     Headline {
         on_time: a.goodput(),
         median_ms: a.delay.p50,
         dropped: a.dropped as f64 / a.offered.max(1) as f64,
+        band_ms: [percentile(&all, 0.45), percentile(&all, 0.55)],
     }
 }
 
@@ -383,6 +395,30 @@ pub fn hindsight_speedup_at(
     }
 }
 
+/// The median target's sensitivity to the rank: the geometric mean of
+/// `base`'s delay over `reference`'s at the 45th percentile, the median
+/// and the 55th, over the cases where both are finite at that rank (with
+/// how many). The headline is the median; the neighbours show whether it
+/// rests on a step in the delay distribution (issue 13's bursts traces are
+/// half empty frames, so there the median is the slowest empty frame).
+pub fn median_speedup_by_rank(cases: &[Case], reference: &str, base: &str) -> [(f64, usize); 3] {
+    let pick: [fn(&Headline) -> f64; 3] = [|h| h.band_ms[0], |h| h.median_ms, |h| h.band_ms[1]];
+    pick.map(|at| {
+        let (log_sum, n) = cases
+            .iter()
+            .filter_map(|c| Some((c.comparable(reference)?, c.comparable(base)?)))
+            .map(|(r, b)| (at(&r), at(&b)))
+            .filter(|(r, b)| r.is_finite() && b.is_finite())
+            .fold((0.0, 0usize), |(s, n), (r, b)| (s + (b / r).ln(), n + 1));
+        let speedup = if n > 0 {
+            (log_sum / n as f64).exp()
+        } else {
+            1.0
+        };
+        (speedup, n)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,11 +469,79 @@ mod tests {
     }
 
     #[test]
+    fn the_band_around_the_median_shows_a_half_empty_traces_step() {
+        // Ten frames, five fast (empty) and five slow (heavy), one heavy
+        // frame dropped: the nearest-rank median (5th) is the slowest empty
+        // frame, the 45th percentile (5th of 10, ceil 4.5) the same, the
+        // 55th (6th) the fastest heavy one.
+        let delays = [
+            Some(4.0),
+            Some(5.0),
+            Some(5.0),
+            Some(6.0),
+            Some(9.0),
+            Some(40.0),
+            Some(60.0),
+            Some(80.0),
+            Some(90.0),
+            None,
+        ];
+        let h = headline(&report(&delays), 100.0);
+        assert_eq!((h.band_ms[0], h.median_ms, h.band_ms[1]), (9.0, 9.0, 40.0));
+        // The same frames with the heavy ones all dropped: the median and
+        // the 45th percentile do not see it, the 55th is a miss.
+        let shed = headline(
+            &report(&[
+                Some(4.0),
+                Some(5.0),
+                Some(5.0),
+                Some(6.0),
+                Some(6.0),
+                None,
+                None,
+                None,
+                None,
+                None,
+            ]),
+            100.0,
+        );
+        assert_eq!((shed.band_ms[0], shed.median_ms), (6.0, 6.0));
+        assert!(shed.band_ms[1].is_infinite());
+        // By rank over two cases: the reference serves both traces' heavy
+        // frames (median 9, p55 40); the base sheds them on the first (6,
+        // miss) and serves them slower on the second (12, 80). p45 and the
+        // median: sqrt(6/9 * 12/9); p55: 80/40 over the one finite pair.
+        let case = |shape: &str, r: Headline, b: Headline| Case {
+            board: "b".into(),
+            shape: shape.into(),
+            results: vec![("ref".into(), r), ("base".into(), b)],
+            median_bound_ms: 1.0,
+            own_board: vec![],
+        };
+        let band = |p45, p50, p55| Headline {
+            on_time: 0.9,
+            median_ms: p50,
+            dropped: 0.0,
+            band_ms: [p45, p55],
+        };
+        let cases = [
+            case("bursts", h, shed),
+            case("walk", h, band(12.0, 12.0, 80.0)),
+        ];
+        let [p45, p50, p55] = median_speedup_by_rank(&cases, "ref", "base");
+        let both = ((6.0_f64 / 9.0) * (12.0 / 9.0)).sqrt();
+        assert!((p45.0 - both).abs() < 1e-12 && p45.1 == 2, "{p45:?}");
+        assert!((p50.0 - both).abs() < 1e-12 && p50.1 == 2, "{p50:?}");
+        assert!((p55.0 - 2.0).abs() < 1e-12 && p55.1 == 1, "{p55:?}");
+    }
+
+    #[test]
     fn tally_counts_wins_losses_and_the_worst_case() {
         let h = |on_time, median_ms| Headline {
             on_time,
             median_ms,
             dropped: 0.0,
+            band_ms: [median_ms; 2],
         };
         let case = |shape: &str, r: Headline, o: Headline| Case {
             board: "b".into(),
@@ -485,6 +589,7 @@ mod tests {
             on_time,
             median_ms,
             dropped: 0.0,
+            band_ms: [median_ms; 2],
         };
         // "fast" has the lowest median but is less often on time than
         // "ours"; "same" is as often on time as "ours" and a little faster.
@@ -536,6 +641,7 @@ mod tests {
             on_time,
             median_ms: 50.0,
             dropped: 0.0,
+            band_ms: [50.0; 2],
         };
         let case = |shape: &str, scores: [f64; 4], own: &[&str]| Case {
             board: "b".into(),
@@ -581,6 +687,7 @@ mod tests {
             on_time,
             median_ms,
             dropped: 0.0,
+            band_ms: [median_ms; 2],
         };
         let case = |own: bool| Case {
             board: "b".into(),

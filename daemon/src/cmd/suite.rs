@@ -10,8 +10,8 @@ use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{fmt_delay, FrameAdmission, SimConfig};
 use camdnn_policy::suite::{
-    against_every_baseline, hindsight_speedup, hindsight_speedup_at, run_case, tally, Case,
-    FLOOR_RATIO,
+    against_every_baseline, hindsight_speedup, hindsight_speedup_at, median_speedup_by_rank,
+    run_case, tally, Case, FLOOR_RATIO,
 };
 use camdnn_policy::System;
 
@@ -225,6 +225,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     print_hindsight(&cases);
+    print_rank_sensitivity(&cases);
     Ok(())
 }
 
@@ -297,6 +298,29 @@ fn print_hindsight(cases: &[Case]) {
                 hindsight_speedup_at(cases, BASE, floor, &pool, TIE)
             );
         }
+    }
+}
+
+/// The median target at the neighbouring ranks ([`median_speedup_by_rank`]):
+/// whether the headline's median rests on a step between kinds of frames.
+fn print_rank_sensitivity(cases: &[Case]) {
+    const BASE: &str = "camdnn-local";
+    for reference in [CAMDNN, "camdnn-greedy"] {
+        let ran = cases
+            .iter()
+            .any(|c| c.comparable(reference).is_some() && c.comparable(BASE).is_some());
+        if !ran {
+            continue;
+        }
+        let cells: Vec<String> = ["p45", "p50 (the headline)", "p55"]
+            .iter()
+            .zip(median_speedup_by_rank(cases, reference, BASE))
+            .map(|(rank, (x, n))| format!("{rank} {x:.3}x over {n}"))
+            .collect();
+        println!(
+            "{BASE}'s delay / {reference}'s by rank (geometric mean over the cases finite for both): {}",
+            cells.join(", ")
+        );
     }
 }
 
