@@ -38,6 +38,13 @@
 //!   waiting out the epoch costs up to an epoch of drops, a look once a
 //!   second costs one step. No frame is dropped in the paper's no-drop
 //!   mode, so its runs step on the timer alone.
+//! - **Late answers.** The first frame answered past its deadline after
+//!   one answered within it counts as a drop ([`Stepper::frame_answered`]):
+//!   the pipeline has begun to fall behind although nothing was dropped.
+//!   A run of late answers does not: on a board that cannot keep up every
+//!   answer is late, and a step a second would only churn. The simulator
+//!   holds frames to a deadline except in the no-drop mode (whose runs
+//!   still step on the timer alone); the daemon, a frame with a deadline.
 
 use crate::adapt::{Adapt, AdaptConfig, Trigger};
 use crate::schedulers::{EpochJob, EpochOutcome, Scheduler};
@@ -56,7 +63,8 @@ pub enum Cause {
     Timer,
     /// Adaptation asked for it before the timer.
     Trigger(Trigger),
-    /// A frame was dropped: the pipeline fell behind under the last choice.
+    /// A frame was dropped, or answered late after on-time ones: the
+    /// pipeline fell behind under the last choice.
     Drops,
 }
 
@@ -119,6 +127,8 @@ pub struct Stepper {
     /// A started step's job is away (being computed): none starts until it
     /// is finished.
     away: bool,
+    /// Whether the last frame answered was late ([`Stepper::frame_answered`]).
+    answered_late: bool,
 }
 
 impl Stepper {
@@ -147,6 +157,7 @@ impl Stepper {
             scene,
             adapt: adapt.map(|c| Adapt::new(system, c)),
             away: false,
+            answered_late: false,
         }
     }
 
@@ -199,6 +210,18 @@ impl Stepper {
             self.early = Some((now, Cause::Drops));
         }
         self.early.is_some_and(|(at, _)| now >= at)
+    }
+
+    /// A frame was answered at `now`, `late` past its deadline. The first
+    /// late answer after an on-time one brings the step forward as a drop
+    /// does ([`Stepper::frame_dropped`]); the late answers after it do not.
+    /// On gen-22's bursts trace the first five seconds lost frames to
+    /// lateness only, and the step that would have fixed them waited for
+    /// the timer. Returns whether a step is now due.
+    pub fn frame_answered(&mut self, now: f64, late: bool) -> bool {
+        let falls_behind = late && !self.answered_late;
+        self.answered_late = late;
+        falls_behind && self.frame_dropped(now)
     }
 
     /// The scene of a frame about to be planned, once its detector ran:
@@ -529,6 +552,36 @@ mod tests {
         assert_eq!(r.step(2200.0).map(|s| s.cause), Some(Cause::Drops));
         let at: Vec<f64> = r.sched.steps.iter().map(|s| s.0).collect();
         assert_eq!(at, vec![1200.0, 2200.0]);
+    }
+
+    #[test]
+    fn the_first_late_answer_after_on_time_ones_steps_as_a_drop() {
+        let mut r = Rig::new(5000.0, None);
+        r.stepper = r.stepper.with_drop_steps(1000.0);
+        // On time, then late: the first late answer past the gap steps.
+        assert!(!r.stepper.frame_answered(1100.0, false));
+        assert!(r.stepper.frame_answered(1200.0, true));
+        assert_eq!(r.step(1200.0).map(|s| s.cause), Some(Cause::Drops));
+        // Late answers after it do not, even past the gap.
+        assert!(!r.stepper.frame_answered(2500.0, true));
+        assert_eq!(r.step(2500.0), None);
+        // On time again, then late: a step again.
+        assert!(!r.stepper.frame_answered(2600.0, false));
+        assert!(r.stepper.frame_answered(2700.0, true));
+        assert_eq!(r.step(2700.0).map(|s| s.cause), Some(Cause::Drops));
+        // Within the gap of that step, the falling behind is not stepped
+        // on, and the late answers after it are not a new one.
+        assert!(!r.stepper.frame_answered(2800.0, false));
+        assert!(!r.stepper.frame_answered(2900.0, true));
+        assert!(!r.stepper.frame_answered(3900.0, true));
+        assert_eq!(r.step(3900.0), None);
+        let at: Vec<f64> = r.sched.steps.iter().map(|s| s.0).collect();
+        assert_eq!(at, vec![1200.0, 2700.0]);
+        // Without drop steps, late answers step nothing either.
+        let mut off = Rig::new(5000.0, None);
+        assert!(!off.stepper.frame_answered(1000.0, false));
+        assert!(!off.stepper.frame_answered(2000.0, true));
+        assert_eq!(off.step(2000.0), None);
     }
 
     #[test]

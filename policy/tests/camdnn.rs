@@ -361,6 +361,19 @@ fn a_delay_gain_on_replays_mostly_late_does_not_win_a_step() {
     assert!(on_time > 0.6, "camdnn-greedy on time {on_time:.3}");
 }
 
+/// On gen-22's bursts trace the first five seconds lost frames to lateness
+/// alone (no drop), so the step that moved to the earliest-finish rule
+/// waited for the timer: 0.961 on time against camdnn-local-eft's 1.000.
+/// The first late answer after on-time ones now brings the step forward as
+/// a drop does; with steps on the timer alone the old figure comes back.
+#[test]
+fn a_late_answer_after_on_time_ones_brings_the_step_forward() {
+    let (_, on_time) = greedy_on_generated(22, Shape::Bursts);
+    assert!(on_time > 0.98, "camdnn-greedy on time {on_time:.3}");
+    let (_, timer_only) = greedy_on_generated_with(22, Shape::Bursts, timer_steps());
+    assert!(timer_only < on_time, "{timer_only:.3} vs {on_time:.3}");
+}
+
 /// camdnn-greedy after a run of board `gen-SEED`'s `shape` trace, and its
 /// on-time share.
 fn greedy_on_generated(seed: u64, shape: Shape) -> (Camdnn<GreedyPlanner>, f64) {

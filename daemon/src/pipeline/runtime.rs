@@ -1385,6 +1385,12 @@ impl Actor {
         if matches!(outcome, Some(Outcome::Dropped(DropReason::DeadlinePassed))) {
             self.frame_dropped();
         }
+        if outcome.is_none() {
+            // Answered: past its deadline after on-time ones, the pipeline
+            // has begun to fall behind (the loop runs the step at its end).
+            let late = f.deadline.is_some_and(|d| Instant::now() > d);
+            self.stepper.frame_answered(now, late);
+        }
         if f.objects_dropped > 0 {
             metrics::counter!(crate::server::metrics::OBJECTS_DROPPED)
                 .increment(u64::from(f.objects_dropped));
@@ -1515,7 +1521,7 @@ impl Actor {
                 metrics::counter!("camdnn_drop_steps_total").increment(1);
                 tracing::debug!(
                     frames = step.frames,
-                    "global step brought forward by a dropped frame"
+                    "global step brought forward by a dropped or late frame"
                 );
             }
             Cause::Timer => {}

@@ -392,7 +392,7 @@ pub const FAMILIES: &[Family] = &[
     family(
         "camdnn_drop_steps_total",
         Counter,
-        "Global steps run early because frames were dropped for their deadline or at admission (pipeline.drop_step_gap_ms).",
+        "Global steps run early because frames were dropped for their deadline or at admission, or one was answered late after on-time ones (pipeline.drop_step_gap_ms).",
         Single,
     ),
     family(

@@ -151,6 +151,14 @@ impl SimConfig {
     pub fn default_deadline_ms(&self) -> f64 {
         default_deadline_ms(self.fps)
     }
+
+    /// The deadline the run holds a frame to, ms: deadline admission's
+    /// when it has one, else the default.
+    pub fn frame_deadline_ms(&self) -> f64 {
+        self.deadline_admission
+            .and_then(|d| d.deadline_ms)
+            .unwrap_or(self.default_deadline_ms())
+    }
 }
 
 /// What happened to one frame.
@@ -764,8 +772,8 @@ impl Sim<'_> {
     /// Frame f enters the pipeline at `now` (its arrival, or later when it
     /// waited for a place), unless deadline admission drops it.
     fn enter(&mut self, now: f64, f: usize) -> Result<(), SimError> {
-        if let (Some(d), Some(admission)) = (self.cfg.deadline_admission, &mut self.admission) {
-            let deadline = d.deadline_ms.unwrap_or(self.cfg.default_deadline_ms());
+        if let Some(admission) = &mut self.admission {
+            let deadline = self.cfg.frame_deadline_ms();
             let scene = &self.frames[f].as_ref().expect("an arriving frame").scene;
             let estimates = self.stepper.adapt().map(Adapt::estimates);
             if !admission.admits(&self.view, estimates, &self.cluster, scene, now, deadline) {
@@ -936,6 +944,12 @@ impl Sim<'_> {
             self.scene.learn(system, &fs.scene);
             self.report.frames[f].delay_ms = Some(fs.finish - fs.arrival);
             self.sched.frame_done(now, Some(fs.finish - fs.arrival));
+            // Frames held to a deadline: in the no-drop mode every frame is
+            // queued however late, as the paper measured, on the timer alone.
+            if self.cfg.admission != FrameAdmission::QueueAll {
+                let late = fs.finish - fs.arrival > self.cfg.frame_deadline_ms();
+                step_due |= self.stepper.frame_answered(now, late);
+            }
             self.report.duration_ms = self.report.duration_ms.max(fs.finish);
             self.frames[f] = None;
             self.in_flight -= 1;
