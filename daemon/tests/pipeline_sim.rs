@@ -216,6 +216,56 @@ fn a_frame_the_server_dropped_brings_the_global_step_forward() {
     assert!((100.0..600_000.0).contains(&at), "stepped at {at} ms");
 }
 
+/// A frame answered past its deadline (none answered late before it) is
+/// the pipeline falling behind without a drop: the stepper brings the
+/// global step forward as for a drop (`Stepper::frame_answered`), long
+/// before the epoch timer's. The frame runs the sim detector (27 ms on the
+/// CPU, no objects) against a 15 ms deadline. A frame still held when its
+/// deadline passes is dropped instead (which steps too): if the scheduler
+/// thread was that slow to place it, the test waits out the drop's step
+/// and tries again.
+#[test]
+fn a_frame_answered_late_brings_the_global_step_forward() {
+    let mut cfg = config();
+    cfg.pipeline.epoch_ms = 600_000.0;
+    cfg.pipeline.drop_step_gap_ms = 100.0;
+    let (built, steps) = start_recording(&cfg);
+    for attempt in 1..=5 {
+        // Past the drop gap from the start or the last step.
+        std::thread::sleep(Duration::from_millis(150));
+        let before = steps.lock().unwrap().len();
+        let mut f = frame(attempt, &[]);
+        f.detections = None;
+        f.deadline = Some(camdnn_protocol::Deadline::RelativeUs(15_000));
+        let submitted = Instant::now();
+        let outcome = submit(&built.pipeline, f).blocking_recv().unwrap();
+        let took = submitted.elapsed();
+        let late_answer = match outcome {
+            Outcome::Done(_) => {
+                assert!(took > Duration::from_millis(15), "on time: {took:?}");
+                true
+            }
+            Outcome::Dropped(DropReason::DeadlinePassed) => false,
+            other => panic!("expected a late answer, got {other:?}"),
+        };
+        let waited = Instant::now();
+        while steps.lock().unwrap().len() == before {
+            assert!(
+                waited.elapsed() < Duration::from_secs(20),
+                "no global step after a late answer or a drop (attempt {attempt})"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if late_answer {
+            built.pipeline.shutdown();
+            let at = steps.lock().unwrap()[before].0;
+            assert!((100.0..600_000.0).contains(&at), "stepped at {at} ms");
+            return;
+        }
+    }
+    panic!("every frame was dropped before it was placed: no late answer to test");
+}
+
 #[test]
 fn frames_without_detections_run_the_detector() {
     let built = pipeline::start(&config()).unwrap();
