@@ -455,6 +455,17 @@ mod tests {
         }
     }
 
+    /// A headline with nothing dropped whose delays around the median are
+    /// the median itself.
+    fn headline_at(on_time: f64, median_ms: f64) -> Headline {
+        Headline {
+            on_time,
+            median_ms,
+            dropped: 0.0,
+            band_ms: [median_ms; 2],
+        }
+    }
+
     #[test]
     fn a_dropped_frame_is_a_miss_and_an_infinite_delay() {
         // Serving the heavy frames late still beats dropping them.
@@ -537,12 +548,7 @@ mod tests {
 
     #[test]
     fn tally_counts_wins_losses_and_the_worst_case() {
-        let h = |on_time, median_ms| Headline {
-            on_time,
-            median_ms,
-            dropped: 0.0,
-            band_ms: [median_ms; 2],
-        };
+        let h = headline_at;
         let case = |shape: &str, r: Headline, o: Headline| Case {
             board: "b".into(),
             shape: shape.into(),
@@ -585,12 +591,7 @@ mod tests {
 
     #[test]
     fn hindsight_at_a_floor_never_trades_the_floors_on_time_share() {
-        let h = |on_time, median_ms| Headline {
-            on_time,
-            median_ms,
-            dropped: 0.0,
-            band_ms: [median_ms; 2],
-        };
+        let h = headline_at;
         // "fast" has the lowest median but is less often on time than
         // "ours"; "same" is as often on time as "ours" and a little faster.
         let case = Case {
@@ -637,12 +638,7 @@ mod tests {
 
     #[test]
     fn against_every_baseline_counts_a_case_lost_to_any_of_them_once() {
-        let h = |on_time| Headline {
-            on_time,
-            median_ms: 50.0,
-            dropped: 0.0,
-            band_ms: [50.0; 2],
-        };
+        let h = |on_time| headline_at(on_time, 50.0);
         let case = |shape: &str, scores: [f64; 4], own: &[&str]| Case {
             board: "b".into(),
             shape: shape.into(),
@@ -683,12 +679,7 @@ mod tests {
 
     #[test]
     fn a_baseline_on_a_board_of_its_own_is_left_out_of_the_tally() {
-        let h = |on_time, median_ms| Headline {
-            on_time,
-            median_ms,
-            dropped: 0.0,
-            band_ms: [median_ms; 2],
-        };
+        let h = headline_at;
         let case = |own: bool| Case {
             board: "b".into(),
             shape: "s".into(),
