@@ -4,8 +4,10 @@
 //! with Fig. 11, Table 6, the IL fidelity and the step timings, in the
 //! paper's no-drop mode (every frame queued); then the real-time measures
 //! that dropping cannot game (on-time share and delay over all offered
-//! frames) with the distance to the bound. The numbers go to a Markdown
-//! report ([`report`]) with SVG plots ([`svg`]).
+//! frames) with the distance to the bound, and the scheduler suite over
+//! generated boards (`camdnnd suite`'s own run and report,
+//! [`camdnn_policy::suite::report`]). The numbers go to a Markdown report
+//! ([`report`]) with SVG plots ([`svg`]).
 
 pub mod report;
 pub mod svg;
@@ -60,6 +62,9 @@ pub struct ReproConfig {
     pub steady_frames: usize,
     /// Deadline of the real-time measures, ms (`None`: two frame periods).
     pub deadline_ms: Option<f64>,
+    /// Generated boards of the scheduler suite (seeds 1..=N), run beside
+    /// the system itself.
+    pub suite_boards: u64,
 }
 
 impl ReproConfig {
@@ -77,6 +82,7 @@ impl ReproConfig {
             max_objects: 14,
             steady_frames: 140,
             deadline_ms: None,
+            suite_boards: 30,
         }
     }
 
@@ -89,6 +95,7 @@ impl ReproConfig {
             table6_oracle_scenes: 20,
             fidelity_instances: 30,
             timing_runs: 3,
+            suite_boards: 3,
             ..Self::full(jobs)
         }
     }
@@ -202,6 +209,18 @@ pub struct RealTime {
     pub rows: Vec<RealTimeRow>,
 }
 
+/// The scheduler suite over `boards` generated boards and the system itself
+/// (six shapes each), as `camdnnd suite` runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteRun {
+    /// Generated boards.
+    pub boards: u64,
+    /// Cases run (boards x shapes).
+    pub cases: usize,
+    /// The report, exactly as `camdnnd suite` prints it after the cases.
+    pub summary: String,
+}
+
 /// Everything [`run`] measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Results {
@@ -227,6 +246,8 @@ pub struct Results {
     pub fidelity: Fidelity,
     /// Real-time measures and the distance to the bound, per trace.
     pub realtime: Vec<RealTime>,
+    /// The scheduler suite.
+    pub suite: SuiteRun,
     /// Wall time of the whole reproduction, s.
     pub wall_s: f64,
 }
@@ -251,6 +272,9 @@ pub enum ReproError {
     /// The oracle failed.
     #[error(transparent)]
     Oracle(#[from] crate::OracleError),
+    /// The scheduler suite failed (which board and shape, and why).
+    #[error("the scheduler suite: {0}")]
+    Suite(String),
 }
 
 /// The learned policy's files, kept as bytes so each thread can load its own.
@@ -375,6 +399,8 @@ pub fn run(
     let fidelity = fidelity(system, policy, config)?;
     progress("Real-time measures and the distance to the bound");
     let realtime = realtime(system, policy, config)?;
+    progress("The scheduler suite");
+    let suite = suite(system, policy, config)?;
     Ok(Results {
         config: config.clone(),
         system: system.name.clone(),
@@ -387,6 +413,7 @@ pub fn run(
         table6,
         fidelity,
         realtime,
+        suite,
         wall_s: start.elapsed().as_secs_f64(),
     })
 }
@@ -839,4 +866,56 @@ fn realtime(
 /// The index of model `name` among the request models, for reports.
 pub fn request_index(system: &System, i: ModelId) -> Option<usize> {
     system.request_models().position(|m| m == i)
+}
+
+/// The scheduler suite: the system with its learned policy (`camdnn` and
+/// every baseline) and generated boards 1..=N (every baseline, which
+/// includes `camdnn-greedy`), every shape, as `camdnnd suite --boards N
+/// --system FILE` runs them.
+fn suite(
+    system: &System,
+    policy: &PolicyFiles,
+    config: &ReproConfig,
+) -> Result<SuiteRun, ReproError> {
+    use camdnn_policy::gen::{self, Shape};
+    use camdnn_policy::suite::report::{run_suite, summary, SuiteBoard};
+    let mut boards = vec![SuiteBoard {
+        system: system.clone(),
+        trace_seed: 0,
+    }];
+    for seed in 1..=config.suite_boards {
+        let system = System::from_spec(&gen::board(seed)).map_err(|e| {
+            ReproError::Suite(format!("generated board {seed} does not validate: {e}"))
+        })?;
+        boards.push(SuiteBoard {
+            system,
+            trace_seed: seed,
+        });
+    }
+    let cases = run_suite(
+        &boards,
+        &Shape::ALL,
+        &SimConfig::default(),
+        |at, board| {
+            let mut out: Vec<Box<dyn Scheduler + Send>> = Vec::new();
+            if at == 0 {
+                let mlp = MlpPolicy::new(&board.system, &policy.onnx, &policy.sidecar)?;
+                out.push(Box::new(Camdnn::new(mlp, WAIT_MS).named(CAMDNN)));
+            }
+            for name in schedulers::BASELINES {
+                out.push(
+                    schedulers::by_name(&board.system, name, WAIT_MS)
+                        .ok_or_else(|| ReproError::Suite(format!("unknown baseline {name}")))?,
+                );
+            }
+            Ok::<_, ReproError>(out)
+        },
+        |_, _| {},
+    )
+    .map_err(|e| ReproError::Suite(e.to_string()))?;
+    Ok(SuiteRun {
+        boards: config.suite_boards,
+        cases: cases.len(),
+        summary: summary(&cases),
+    })
 }

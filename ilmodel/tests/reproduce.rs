@@ -35,10 +35,11 @@ fn tiny_reproduction_writes_every_section() {
         max_objects: 14,
         steady_frames: 75,
         deadline_ms: None,
+        suite_boards: 1,
     };
     let mut stages = Vec::new();
     let r = reproduce::run(&system, &policy, &config, |s| stages.push(s.to_string())).unwrap();
-    assert_eq!(stages.len(), 7, "{stages:?}");
+    assert_eq!(stages.len(), 8, "{stages:?}");
 
     // The ILP optimum is never beaten: not by Static-DIST's plan, not by the MLP.
     assert!(r.fig6.optimal.1 <= r.fig6.static_dist.1 + 1e-9);
@@ -88,6 +89,22 @@ fn tiny_reproduction_writes_every_section() {
         }
     }
 
+    // The suite: rb5 and board gen-1, six shapes each; camdnn only where
+    // its learned policy is, camdnn-greedy everywhere.
+    assert_eq!((r.suite.boards, r.suite.cases), (1, 12));
+    for line in [
+        "camdnn against each scheduler over the 6 cases it ran",
+        "camdnn-greedy against each scheduler over the 12 cases it ran",
+        "against every baseline at once: camdnn-greedy loses to some baseline on",
+        "hindsight at every baseline's on-time share",
+        "p50 (the headline)",
+    ] {
+        assert!(
+            r.suite.summary.contains(line),
+            "no {line:?} in the suite's report"
+        );
+    }
+
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("results.md");
     let svgs = dir.path().join("results");
@@ -111,6 +128,7 @@ fn tiny_reproduction_writes_every_section() {
         "## Table 6",
         "## IL fidelity and step times",
         "## Real time: on-time share",
+        "## The scheduler suite: 1 generated board and rb5",
     ] {
         assert!(md.contains(section), "no {section} in the report");
     }

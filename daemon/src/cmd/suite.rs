@@ -8,12 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
-use camdnn_policy::sim::{fmt_delay, FrameAdmission, SimConfig};
-use camdnn_policy::suite::{
-    against_every_baseline, hindsight_speedup, hindsight_speedup_at,
-    hindsight_speedup_at_every_baseline, median_speedup_by_rank, run_case, tally, Case,
-    FLOOR_RATIO,
-};
+use camdnn_policy::sim::{FrameAdmission, SimConfig};
+use camdnn_policy::suite::report::{case_line, run_suite, summary, SuiteBoard, CAMDNN};
 use camdnn_policy::System;
 
 /// Options of `camdnnd suite`.
@@ -91,11 +87,6 @@ pub struct Args {
     pub cases: bool,
 }
 
-/// Report name of camdnn with the learned policy.
-const CAMDNN: &str = "camdnn";
-/// The on-time share difference counted as a tie.
-const TIE: f64 = 0.001;
-
 /// Runs the suite and prints its tallies.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let shapes: Vec<Shape> = if args.shapes.is_empty() {
@@ -134,8 +125,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    // (system, its learned policy if any, the seed of its traces)
-    let mut boards: Vec<(System, Option<PathBuf>, u64)> = Vec::new();
+    // Each board and its learned policy, if any.
+    let mut boards: Vec<SuiteBoard> = Vec::new();
+    let mut policies: Vec<Option<PathBuf>> = Vec::new();
     for path in &args.system {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading system file {}", path.display()))?;
@@ -147,8 +139,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .join("..")
             .join("policies")
             .join(format!("{}.onnx", system.name));
+        policies.push(policy.exists().then_some(policy));
         let trace_seed = boards.len() as u64;
-        boards.push((system, policy.exists().then_some(policy), trace_seed));
+        boards.push(SuiteBoard { system, trace_seed });
     }
     for seed in seeds {
         let system = System::from_spec(&gen::board(seed))
@@ -158,7 +151,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .as_ref()
             .map(|d| d.join(format!("{}.onnx", system.name)))
             .filter(|p| p.exists());
-        boards.push((system, policy, seed));
+        policies.push(policy);
+        boards.push(SuiteBoard {
+            system,
+            trace_seed: seed,
+        });
     }
     let cfg = SimConfig {
         fps: args.fps,
@@ -171,35 +168,30 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .map_or(FrameAdmission::Behind(None), FrameAdmission::InFlight),
         ..SimConfig::default()
     };
-    let mut cases: Vec<Case> = Vec::new();
-    let mut without_policy = Vec::new();
-    for (system, policy, trace_seed) in &boards {
-        let heavy = gen::heavy_count(system, args.fps);
-        if policy.is_none() {
-            without_policy.push(system.name.clone());
-        }
-        for &shape in &shapes {
-            let mut scheds = build(system, policy.as_deref(), &args.schedulers, args.wait_ms)?;
-            let trace = if shape == Shape::Paper && system.name == "rb5" {
-                camdnn_policy::sim::Trace::paper_fig11()
-            } else {
-                shape.trace(system, *trace_seed, heavy)
-            };
-            let case = run_case(
-                system,
-                &system.name,
-                shape.name(),
-                &trace,
-                &mut scheds,
-                &cfg,
+    let without_policy: Vec<String> = boards
+        .iter()
+        .zip(&policies)
+        .filter(|(_, p)| p.is_none())
+        .map(|(b, _)| b.system.name.clone())
+        .collect();
+    let cases = run_suite(
+        &boards,
+        &shapes,
+        &cfg,
+        |at, board| {
+            build(
+                &board.system,
+                policies[at].as_deref(),
+                &args.schedulers,
+                args.wait_ms,
             )
-            .with_context(|| format!("board {} shape {}", system.name, shape.name()))?;
+        },
+        |case, heavy| {
             if args.cases {
-                print_case(&case, heavy);
+                println!("{}", case_line(case, heavy));
             }
-            cases.push(case);
-        }
-    }
+        },
+    )?;
     println!(
         "{} boards x {} shapes = {} cases; headline: on-time share (answered within {:.0} ms = two frame periods at {} fps; a dropped frame is a miss)",
         boards.len(),
@@ -220,13 +212,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         );
     }
-    for reference in [CAMDNN, "camdnn-greedy"] {
-        if cases.iter().any(|c| c.of(reference).is_some()) {
-            print_tally(&cases, reference);
-        }
-    }
-    print_hindsight(&cases);
-    print_rank_sensitivity(&cases);
+    print!("{}", summary(&cases));
     Ok(())
 }
 
@@ -265,165 +251,4 @@ fn build(
         }
     }
     Ok(out)
-}
-
-/// The headroom of the median target over `camdnn-local`: what a hindsight
-/// choice of the best other strategy per case would gain, among those that
-/// ran on the case's board as given ([`Case::comparable`]).
-fn print_hindsight(cases: &[Case]) {
-    const BASE: &str = "camdnn-local";
-    let mut pool: Vec<&str> = Vec::new();
-    for case in cases {
-        for (name, _) in &case.results {
-            if name != BASE && !pool.contains(&name.as_str()) {
-                pool.push(name);
-            }
-        }
-    }
-    if pool.is_empty() || cases.iter().all(|c| c.of(BASE).is_none()) {
-        return;
-    }
-    println!(
-        "\nhindsight: the best of {} per case (as often on time as {BASE}, lowest median) would be {:.3}x {BASE}'s median (geometric mean)",
-        pool.join(", "),
-        hindsight_speedup(cases, BASE, &pool, TIE)
-    );
-    for floor in [CAMDNN, "camdnn-greedy"] {
-        let n = cases
-            .iter()
-            .filter(|c| c.comparable(floor).is_some())
-            .count();
-        if n > 0 {
-            println!(
-                "hindsight at {floor}'s on-time share: the best per case as often on time as {floor} would be {:.3}x {BASE}'s median over its {n} cases (the most the median target can gain without giving up on-time share)",
-                hindsight_speedup_at(cases, BASE, floor, &pool, TIE)
-            );
-            println!(
-                "hindsight at every baseline's on-time share: the best per case as often on time as every baseline of {floor} would be {:.3}x {BASE}'s median over its {n} cases (the most the median target can gain while {floor} keeps up with every baseline)",
-                hindsight_speedup_at_every_baseline(
-                    cases,
-                    BASE,
-                    floor,
-                    &[CAMDNN, "camdnn-greedy"],
-                    &pool,
-                    TIE
-                )
-            );
-        }
-    }
-}
-
-/// The median target at the neighbouring ranks ([`median_speedup_by_rank`]):
-/// whether the headline's median rests on a step between kinds of frames.
-fn print_rank_sensitivity(cases: &[Case]) {
-    const BASE: &str = "camdnn-local";
-    for reference in [CAMDNN, "camdnn-greedy"] {
-        let ran = cases
-            .iter()
-            .any(|c| c.comparable(reference).is_some() && c.comparable(BASE).is_some());
-        if !ran {
-            continue;
-        }
-        let cells: Vec<String> = ["p45", "p50 (the headline)", "p55"]
-            .iter()
-            .zip(median_speedup_by_rank(cases, reference, BASE))
-            .map(|(rank, (x, n))| format!("{rank} {x:.3}x over {n}"))
-            .collect();
-        println!(
-            "{BASE}'s delay / {reference}'s by rank (geometric mean over the cases finite for both): {}",
-            cells.join(", ")
-        );
-    }
-}
-
-fn print_case(case: &Case, heavy: u32) {
-    let cells: Vec<String> = case
-        .results
-        .iter()
-        .map(|(n, h)| {
-            let own = if case.comparable(n).is_none() {
-                "*"
-            } else {
-                ""
-            };
-            format!("{n}{own} {:.3}/{}", h.on_time, fmt_delay(h.median_ms))
-        })
-        .collect();
-    println!(
-        "{:<8} {:<10} heavy {:>2} median bound {:.1}: {}",
-        case.board,
-        case.shape,
-        heavy,
-        case.median_bound_ms,
-        cells.join("  ")
-    );
-}
-
-fn print_tally(cases: &[Case], reference: &str) {
-    let n = cases.iter().filter(|c| c.of(reference).is_some()).count();
-    println!(
-        "\n{reference} against each scheduler over the {n} cases it ran (on-time share; ties within {TIE}):"
-    );
-    println!(
-        "(median speedup: geometric mean of other's median delay / {reference}'s; ceiling: of other's median / the case's median bound, the most any schedule could gain on other)"
-    );
-    println!(
-        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>11} {:>14} {:>9}",
-        "other",
-        "wins",
-        "ties",
-        "losses",
-        "worst ratio",
-        "worst case",
-        format!("under {FLOOR_RATIO}x"),
-        "median speedup",
-        "ceiling"
-    );
-    let tallies = tally(cases, reference, TIE);
-    for t in &tallies {
-        println!(
-            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>11} {:>13.3}x {:>8.3}x{}",
-            t.other,
-            t.wins,
-            t.cases - t.wins - t.losses,
-            t.losses,
-            t.worst_ratio,
-            t.worst_case,
-            t.under_floor,
-            t.median_speedup,
-            t.median_ceiling,
-            if t.finite_medians < t.cases {
-                format!(
-                    " (over {} finite medians; {} infinite only for {reference})",
-                    t.finite_medians, t.reference_only_infinite
-                )
-            } else {
-                String::new()
-            }
-        );
-    }
-    for t in tallies.iter().filter(|t| t.own_board > 0) {
-        println!(
-            "{}: {} cases left out, where it ran with a unit's N_j raised beyond the board's to hold every model (marked * with --cases)",
-            t.other, t.own_board
-        );
-    }
-    // The full scheduler's two planners are not each other's baselines.
-    let v = against_every_baseline(cases, reference, &[CAMDNN, "camdnn-greedy"], TIE);
-    if v.cases > 0 {
-        println!(
-            "against every baseline at once: {reference} loses to some baseline on {} of {} cases, is under {FLOOR_RATIO}x of some baseline on {}{}",
-            v.losses,
-            v.cases,
-            v.under_floor,
-            if v.worst_case.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (worst {:.3}x, {} against {})",
-                    v.worst_ratio, v.worst_case, v.worst_other
-                )
-            }
-        );
-    }
 }

@@ -2,6 +2,8 @@
 //! a headline measure that dropping frames cannot improve, with wins and
 //! losses of one reference scheduler against each other one.
 
+pub mod report;
+
 use crate::bound::frame_bound;
 use crate::schedulers::Scheduler;
 use crate::sim::{
@@ -792,7 +794,7 @@ mod tests {
     #[test]
     fn single_unit_baselines_are_marked_only_where_they_raise_n_j() {
         // rb5's CPU holds 3 of its 4 models: cpu-only raises its N_j.
-        let rb5 = System::from_toml(include_str!("../../config/profiles/rb5.toml")).unwrap();
+        let rb5 = System::from_toml(include_str!("../../../config/profiles/rb5.toml")).unwrap();
         let trace = Trace {
             segments: Trace::paper_fig11().segments[..2].to_vec(),
         };

@@ -1,0 +1,290 @@
+//! The suite run over many boards and its printed report: the same loop and
+//! the same text for `camdnnd suite` and for `ilmodel reproduce`
+//! (docs/results.md), so the figures there are the command's own.
+
+use std::fmt::{Debug, Display, Write as _};
+
+use super::{
+    against_every_baseline, hindsight_speedup, hindsight_speedup_at,
+    hindsight_speedup_at_every_baseline, median_speedup_by_rank, run_case, tally, Case,
+    FLOOR_RATIO,
+};
+use crate::gen::{heavy_count, Shape};
+use crate::schedulers::Scheduler;
+use crate::sim::{fmt_delay, SimConfig, SimError, Trace};
+use crate::System;
+
+/// Report name of the full scheduler with its learned policy.
+pub const CAMDNN: &str = "camdnn";
+/// Report name of the full scheduler with the greedy planner (generated
+/// boards have no learned policy unless one is trained for them).
+pub const CAMDNN_GREEDY: &str = "camdnn-greedy";
+/// The schedulers the suite reports on; neither is the other's baseline.
+pub const REFERENCES: [&str; 2] = [CAMDNN, CAMDNN_GREEDY];
+/// The on-time share difference counted as a tie.
+pub const TIE: f64 = 0.001;
+/// The scheduler the median target is measured against.
+const BASE: &str = "camdnn-local";
+
+/// One board of a suite run: the system and the seed of its traces.
+#[derive(Clone, Debug)]
+pub struct SuiteBoard {
+    /// The board.
+    pub system: System,
+    /// Seed of its scene traces (a generated board's own seed).
+    pub trace_seed: u64,
+}
+
+/// Why a suite run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError<E: Debug + Display> {
+    /// The schedulers of a board could not be built.
+    #[error("board {board}: {error}")]
+    Build {
+        /// The board's name.
+        board: String,
+        /// What the builder said.
+        error: E,
+    },
+    /// A simulation failed.
+    #[error("board {board} shape {shape}: {source}")]
+    Sim {
+        /// The board's name.
+        board: String,
+        /// The trace shape.
+        shape: String,
+        /// What the simulator said.
+        #[source]
+        source: SimError,
+    },
+}
+
+/// The trace of `shape` on `board` at `fps`, and the heavy count it is sized
+/// by ([`heavy_count`]). The paper's shape on `rb5` is the paper's own Fig.
+/// 11 trace.
+pub fn trace_for(board: &SuiteBoard, shape: Shape, fps: f64) -> (Trace, u32) {
+    let heavy = heavy_count(&board.system, fps);
+    let trace = if shape == Shape::Paper && board.system.name == "rb5" {
+        Trace::paper_fig11()
+    } else {
+        shape.trace(&board.system, board.trace_seed, heavy)
+    };
+    (trace, heavy)
+}
+
+/// Runs every board x shape: `build` gives the schedulers of the board at
+/// that index (fresh for each case), `each` sees every case as it is done,
+/// with the board's heavy count.
+pub fn run_suite<E: Debug + Display>(
+    boards: &[SuiteBoard],
+    shapes: &[Shape],
+    cfg: &SimConfig,
+    mut build: impl FnMut(usize, &SuiteBoard) -> Result<Vec<Box<dyn Scheduler + Send>>, E>,
+    mut each: impl FnMut(&Case, u32),
+) -> Result<Vec<Case>, SuiteError<E>> {
+    let mut cases = Vec::with_capacity(boards.len() * shapes.len());
+    for (at, board) in boards.iter().enumerate() {
+        let name = &board.system.name;
+        for &shape in shapes {
+            let mut schedulers = build(at, board).map_err(|error| SuiteError::Build {
+                board: name.clone(),
+                error,
+            })?;
+            let (trace, heavy) = trace_for(board, shape, cfg.fps);
+            let case = run_case(
+                &board.system,
+                name,
+                shape.name(),
+                &trace,
+                &mut schedulers,
+                cfg,
+            )
+            .map_err(|source| SuiteError::Sim {
+                board: name.clone(),
+                shape: shape.name().to_string(),
+                source,
+            })?;
+            each(&case, heavy);
+            cases.push(case);
+        }
+    }
+    Ok(cases)
+}
+
+/// One case on one line: every scheduler's on-time share / median delay
+/// (`*`: it ran on a board of its own) and the case's median bound.
+pub fn case_line(case: &Case, heavy: u32) -> String {
+    let cells: Vec<String> = case
+        .results
+        .iter()
+        .map(|(n, h)| {
+            let own = if case.comparable(n).is_none() {
+                "*"
+            } else {
+                ""
+            };
+            format!("{n}{own} {:.3}/{}", h.on_time, fmt_delay(h.median_ms))
+        })
+        .collect();
+    format!(
+        "{:<8} {:<10} heavy {:>2} median bound {:.1}: {}",
+        case.board,
+        case.shape,
+        heavy,
+        case.median_bound_ms,
+        cells.join("  ")
+    )
+}
+
+/// The report after the cases: each reference's tally against every other
+/// scheduler and against every baseline at once, the hindsight oracles and
+/// the median target by rank.
+pub fn summary(cases: &[Case]) -> String {
+    let mut out = String::new();
+    for reference in REFERENCES {
+        if cases.iter().any(|c| c.of(reference).is_some()) {
+            tally_text(&mut out, cases, reference);
+        }
+    }
+    hindsight_text(&mut out, cases);
+    rank_text(&mut out, cases);
+    out
+}
+
+fn tally_text(out: &mut String, cases: &[Case], reference: &str) {
+    let n = cases.iter().filter(|c| c.of(reference).is_some()).count();
+    let _ = writeln!(
+        out,
+        "\n{reference} against each scheduler over the {n} cases it ran (on-time share; ties within {TIE}):"
+    );
+    let _ = writeln!(
+        out,
+        "(median speedup: geometric mean of other's median delay / {reference}'s; ceiling: of other's median / the case's median bound, the most any schedule could gain on other)"
+    );
+    let _ = writeln!(
+        out,
+        "{:<18} {:>5} {:>5} {:>6} {:>11}  {:<22} {:>11} {:>14} {:>9}",
+        "other",
+        "wins",
+        "ties",
+        "losses",
+        "worst ratio",
+        "worst case",
+        format!("under {FLOOR_RATIO}x"),
+        "median speedup",
+        "ceiling"
+    );
+    let tallies = tally(cases, reference, TIE);
+    for t in &tallies {
+        let _ = writeln!(
+            out,
+            "{:<18} {:>5} {:>5} {:>6} {:>10.3}x  {:<22} {:>11} {:>13.3}x {:>8.3}x{}",
+            t.other,
+            t.wins,
+            t.cases - t.wins - t.losses,
+            t.losses,
+            t.worst_ratio,
+            t.worst_case,
+            t.under_floor,
+            t.median_speedup,
+            t.median_ceiling,
+            if t.finite_medians < t.cases {
+                format!(
+                    " (over {} finite medians; {} infinite only for {reference})",
+                    t.finite_medians, t.reference_only_infinite
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    for t in tallies.iter().filter(|t| t.own_board > 0) {
+        let _ = writeln!(
+            out,
+            "{}: {} cases left out, where it ran with a unit's N_j raised beyond the board's to hold every model (marked * with --cases)",
+            t.other, t.own_board
+        );
+    }
+    let v = against_every_baseline(cases, reference, &REFERENCES, TIE);
+    if v.cases > 0 {
+        let _ = writeln!(
+            out,
+            "against every baseline at once: {reference} loses to some baseline on {} of {} cases, is under {FLOOR_RATIO}x of some baseline on {}{}",
+            v.losses,
+            v.cases,
+            v.under_floor,
+            if v.worst_case.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (worst {:.3}x, {} against {})",
+                    v.worst_ratio, v.worst_case, v.worst_other
+                )
+            }
+        );
+    }
+}
+
+/// The headroom of the median target over `camdnn-local`: what a hindsight
+/// choice of the best other strategy per case would gain, among those that
+/// ran on the case's board as given ([`Case::comparable`]).
+fn hindsight_text(out: &mut String, cases: &[Case]) {
+    let mut pool: Vec<&str> = Vec::new();
+    for case in cases {
+        for (name, _) in &case.results {
+            if name != BASE && !pool.contains(&name.as_str()) {
+                pool.push(name);
+            }
+        }
+    }
+    if pool.is_empty() || cases.iter().all(|c| c.of(BASE).is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nhindsight: the best of {} per case (as often on time as {BASE}, lowest median) would be {:.3}x {BASE}'s median (geometric mean)",
+        pool.join(", "),
+        hindsight_speedup(cases, BASE, &pool, TIE)
+    );
+    for floor in REFERENCES {
+        let n = cases
+            .iter()
+            .filter(|c| c.comparable(floor).is_some())
+            .count();
+        if n > 0 {
+            let _ = writeln!(
+                out,
+                "hindsight at {floor}'s on-time share: the best per case as often on time as {floor} would be {:.3}x {BASE}'s median over its {n} cases (the most the median target can gain without giving up on-time share)",
+                hindsight_speedup_at(cases, BASE, floor, &pool, TIE)
+            );
+            let _ = writeln!(
+                out,
+                "hindsight at every baseline's on-time share: the best per case as often on time as every baseline of {floor} would be {:.3}x {BASE}'s median over its {n} cases (the most the median target can gain while {floor} keeps up with every baseline)",
+                hindsight_speedup_at_every_baseline(cases, BASE, floor, &REFERENCES, &pool, TIE)
+            );
+        }
+    }
+}
+
+/// The median target at the neighbouring ranks ([`median_speedup_by_rank`]):
+/// whether the headline's median rests on a step between kinds of frames.
+fn rank_text(out: &mut String, cases: &[Case]) {
+    for reference in REFERENCES {
+        let ran = cases
+            .iter()
+            .any(|c| c.comparable(reference).is_some() && c.comparable(BASE).is_some());
+        if !ran {
+            continue;
+        }
+        let cells: Vec<String> = ["p45", "p50 (the headline)", "p55"]
+            .iter()
+            .zip(median_speedup_by_rank(cases, reference, BASE))
+            .map(|(rank, (x, n))| format!("{rank} {x:.3}x over {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{BASE}'s delay / {reference}'s by rank (geometric mean over the cases finite for both): {}",
+            cells.join(", ")
+        );
+    }
+}
