@@ -27,8 +27,9 @@ use crate::demos::instance;
 use crate::oracle::{solve, IlpPolicy, OracleOptions};
 use crate::train::is_heldout;
 
-/// Report name of camdnn with the learned policy.
-pub const CAMDNN: &str = "camdnn";
+/// Report name of camdnn with the learned policy: the suite's own, so its
+/// report ([`camdnn_policy::suite::report`]) finds the column.
+pub use camdnn_policy::suite::report::CAMDNN;
 /// Report name of camdnn with the ILP solved at every global step.
 pub const ORACLE: &str = "camdnn-oracle";
 /// camdnn whose global step is the MLP's decoding alone (repaired, no local
