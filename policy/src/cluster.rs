@@ -44,8 +44,9 @@ pub struct Cluster {
     last_used: Vec<f64>,
     resident_count: Vec<usize>,
     resident_mb: Vec<f64>,
-    pinned_count: Vec<usize>,
-    pinned_mb: Vec<f64>,
+    /// On how many processors each model is resident: a detector's last
+    /// copy is pinned, its other copies are evicted like any model.
+    copies: Vec<usize>,
     /// Pairs whose last load failed (or whose engine panicked): never hosted
     /// until [`Cluster::set_available`] (see `crate::retry`).
     unavailable: Vec<bool>,
@@ -70,8 +71,7 @@ impl Cluster {
             last_used: vec![f64::NEG_INFINITY; nm * np],
             resident_count: vec![0; np],
             resident_mb: vec![0.0; np],
-            pinned_count: vec![0; np],
-            pinned_mb: vec![0.0; np],
+            copies: vec![0; nm],
             unavailable: vec![false; nm * np],
         }
     }
@@ -131,7 +131,8 @@ impl Cluster {
     }
 
     /// Whether model i can be made resident on p_j, evicting if needed;
-    /// detectors are pinned and never evicted; an unavailable pair never can.
+    /// a detector's only copy is pinned and never evicted; an unavailable
+    /// pair never can.
     #[inline]
     pub fn can_host(&self, system: &System, i: ModelId, j: ProcId) -> bool {
         if !system.supports(i, j) || self.unavailable[i.0 * self.np + j.0] {
@@ -141,9 +142,13 @@ impl Cluster {
             return true;
         }
         let p = &system.processors[j.0];
-        self.pinned_count[j.0] < p.max_resident
+        let (pinned, pinned_mb) = system
+            .roots()
+            .filter(|&m| self.pinned(system, m, j))
+            .fold((0, 0.0), |(n, mb), m| (n + 1, mb + system.size_mb(m, j)));
+        pinned < p.max_resident
             && p.memory_budget_mb
-                .is_none_or(|b| self.pinned_mb[j.0] + system.size_mb(i, j) <= b + 1e-9)
+                .is_none_or(|b| pinned_mb + system.size_mb(i, j) <= b + 1e-9)
     }
 
     /// Whether model i would fit on p_j beside what is resident there now,
@@ -157,8 +162,8 @@ impl Cluster {
 
     /// Runs a batch of `batch` requests of model i on p_j after the work already
     /// queued there, loading the model first (evicting the least recently used
-    /// non-detector models) if it is not resident. The caller checks
-    /// [`Cluster::can_host`] first.
+    /// models that are not a detector's only copy) if it is not resident.
+    /// The caller checks [`Cluster::can_host`] first.
     pub fn run(
         &mut self,
         system: &System,
@@ -289,18 +294,22 @@ impl Cluster {
         );
         self.resident_count[j.0] = self.resident_count[j.0].wrapping_add_signed(n);
         self.resident_mb[j.0] += mb;
-        if system.models[i.0].parent.is_none() {
-            self.pinned_count[j.0] = self.pinned_count[j.0].wrapping_add_signed(n);
-            self.pinned_mb[j.0] += mb;
-        }
+        self.copies[i.0] = self.copies[i.0].wrapping_add_signed(n);
+    }
+
+    /// Whether model m on p_j can never be evicted: it is a detector's only
+    /// copy. Without a detector no frame is answered; its other copies go
+    /// when a classifier needs the slot more (least recently used first).
+    fn pinned(&self, system: &System, m: ModelId, j: ProcId) -> bool {
+        system.models[m.0].parent.is_none() && self.is_resident(m, j) && self.copies[m.0] == 1
     }
 
     /// The model a load of i on p_j evicts next when p_j is full: the least
-    /// recently used non-detector resident there.
+    /// recently used resident there that is not a detector's only copy.
     pub fn victim(&self, system: &System, i: ModelId, j: ProcId) -> Option<ModelId> {
         system
             .model_ids()
-            .filter(|&m| m != i && self.is_resident(m, j) && system.models[m.0].parent.is_some())
+            .filter(|&m| m != i && self.is_resident(m, j) && !self.pinned(system, m, j))
             .min_by(|a, b| {
                 self.last_used[a.0 * self.np + j.0].total_cmp(&self.last_used[b.0 * self.np + j.0])
             })
@@ -328,6 +337,74 @@ mod tests {
     use super::*;
 
     const TINY: &str = include_str!("../tests/fixtures/tiny.toml");
+
+    /// A CPU with two slots and a GPU with one; the detector and `a` run on
+    /// both.
+    const ONE_GPU_SLOT: &str = r#"
+name = "one-gpu-slot"
+max_batch = 1
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 2
+[[processor]]
+name = "gpu"
+kind = "gpu"
+max_resident = 1
+[[model]]
+name = "detector"
+[[model]]
+name = "a"
+parent = "detector"
+classes = ["person"]
+[profile.detector.cpu]
+exec_ms = [20.0]
+load_ms = 5.0
+[profile.detector.gpu]
+exec_ms = [5.0]
+load_ms = 50.0
+[profile.a.cpu]
+exec_ms = [10.0]
+load_ms = 6.0
+[profile.a.gpu]
+exec_ms = [2.0]
+load_ms = 12.0
+"#;
+
+    /// A detector copy on the GPU's one slot gives way to a classifier, as
+    /// any model would; the detector's last copy never does, so a frame can
+    /// always be detected.
+    #[test]
+    fn a_detectors_extra_copy_is_evicted_but_never_its_last() {
+        let system = System::from_toml(ONE_GPU_SLOT).unwrap();
+        let (det, a) = (ModelId(0), ModelId(1));
+        let (cpu, gpu) = (ProcId(0), ProcId(1));
+        let mut cluster = Cluster::new(&system);
+        let mut plan = Plan::empty(&system);
+        plan.set_resident(det, cpu, true);
+        plan.set_resident(det, gpu, true);
+        cluster.preload(&system, &plan);
+        assert!(cluster.can_host(&system, a, gpu));
+        assert_eq!(cluster.victim(&system, a, gpu), Some(det));
+        let placed = cluster.run(&system, 0.0, a, gpu, 1);
+        assert_eq!((placed.load_ms, placed.evictions), (12.0, 1));
+        assert!(cluster.is_resident(a, gpu) && !cluster.is_resident(det, gpu));
+        assert!(cluster.is_resident(det, cpu));
+        // Now the CPU's copy is the detector's only one: pinned there, while
+        // `a` on the GPU gives way to a detector copy again.
+        assert!(!cluster.pinned(&system, a, gpu));
+        assert!(cluster.pinned(&system, det, cpu));
+        assert_eq!(cluster.victim(&system, det, gpu), Some(a));
+
+        // With the detector's only copy on the GPU, `a` cannot go there.
+        let mut alone = Cluster::new(&system);
+        let mut plan = Plan::empty(&system);
+        plan.set_resident(det, gpu, true);
+        alone.preload(&system, &plan);
+        assert!(!alone.can_host(&system, a, gpu));
+        assert_eq!(alone.victim(&system, a, gpu), None);
+        assert!(alone.can_host(&system, a, cpu));
+    }
 
     /// Three batches of `a` queued back to back on the CPU (8 ms each, from
     /// 0): the first runs 5 ms late, which moves the other two; the second

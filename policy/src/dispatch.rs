@@ -81,9 +81,9 @@ pub fn choose_host(
 
 /// Whether running detector i on p_j would load a copy there (i being
 /// resident on another unit) that evicts a classifier resident nowhere
-/// else. A detector copy stays pinned, so that classifier could then only
-/// take turns with another in a slot elsewhere, a load for every frame: on
-/// gen-3181, after a step sent the detector back to its fastest unit, a
+/// else. That classifier then takes turns with another in a slot elsewhere,
+/// a load for every frame, until a load of its own evicts the copy again:
+/// on gen-3181, after a step sent the detector back to its fastest unit, a
 /// frame arriving during that load put a copy on the GPU over the one
 /// classifier there. camdnn's dispatcher avoids such a copy while a step's
 /// loads are under way.

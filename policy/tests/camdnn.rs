@@ -303,15 +303,17 @@ fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
 /// not pin a detector copy over the GPU's one classifier
 /// (`strands_a_classifier`), which made every frame load a classifier.
 /// Since the stream residency (choices 11 and 12) the walk trace no longer
-/// takes static-DIST's mapping at all (0.988); the dominance trace still
-/// does, and comes back with `detector_home`.
+/// takes static-DIST's mapping at all (0.988). Since a detector's extra
+/// copies can be evicted, the dominance trace no longer does either, but
+/// it still brings the detector home with `detector_home` (0.971, against
+/// camdnn-local's 0.497).
 #[test]
 fn the_global_step_can_move_the_detector_home_keeping_the_classifiers() {
     let (_, on_time) = greedy_on_generated(3181, Shape::RandomWalk);
     assert!(on_time >= 0.97, "camdnn-greedy on time {on_time:.3}");
     let (full, on_time) = greedy_on_generated(3181, Shape::DominanceShift);
     let choices = full.choices();
-    assert!(choices[4] >= 1 && choices[9] >= 1, "choices: {choices:?}");
+    assert!(choices[9] >= 1, "choices: {choices:?}");
     assert!(on_time > 0.95, "camdnn-greedy on time {on_time:.3}");
 }
 
@@ -335,11 +337,13 @@ fn the_global_step_can_take_the_central_queues_rule() {
 /// brings 20 objects a frame of a classifier the NPU runs 6x faster than
 /// the CPU: no choice without loads moved the detector, the CPU fell behind,
 /// and camdnn-greedy was on time for 0.491 of the frames. The step now
-/// offers a residency for the stream's bottleneck (choices 11 and 12): the
-/// heavy classifier on the NPU, the detector on a DSP.
+/// offers a residency for the stream's bottleneck (choices 11 and 12). Since
+/// a detector's extra copies can be evicted, gen-29 gets there without it
+/// (camdnn-local 0.995 too); gen-17's dominance trace still takes it:
+/// camdnn-greedy 0.988, camdnn-local 0.530.
 #[test]
 fn the_global_step_can_plan_residency_for_the_streams_bottleneck() {
-    let (full, on_time) = greedy_on_generated(29, Shape::DominanceShift);
+    let (full, on_time) = greedy_on_generated(17, Shape::DominanceShift);
     let stream = full.choices()[11] + full.choices()[12];
     assert!(stream >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
