@@ -147,39 +147,48 @@ fn without_throttles_or_adaptation_the_simulator_is_unchanged() {
 
 /// Deadline admission on rb5 with a deadline tighter than the default (80
 /// ms): frames that cannot make it are dropped at arrival instead of being
-/// answered late; fewer frames are late, none that could be on time is
-/// lost, and every offered frame is still accounted for.
+/// answered late; fewer frames are late and every offered frame is still
+/// accounted for. Under Algorithm 1 alone (either host rule) none that could
+/// be on time is lost. Under the full scheduler the drops also bring global
+/// steps forward, so its run takes another course and can end with fewer
+/// frames on time (546 against 569 since it starts in the earliest-finish
+/// rule; docs/suite.md, thirteenth session): only the mechanism is checked
+/// there.
 #[test]
 fn deadline_admission_turns_late_frames_into_early_drops() {
     use camdnn_policy::sim::DeadlineAdmission;
     let system = System::from_toml(RB5).expect("rb5 is valid");
     let deadline = 80.0;
-    let plain = run(&system, "camdnn-greedy", &SimConfig::default());
-    let admitting = run(
-        &system,
-        "camdnn-greedy",
-        &SimConfig {
-            deadline_admission: Some(DeadlineAdmission {
-                tail_z: 0.0,
-                deadline_ms: Some(deadline),
-            }),
-            ..SimConfig::default()
-        },
-    );
-    let (a, b) = (plain.accounting(deadline), admitting.accounting(deadline));
-    assert_eq!(plain.admission_drops, 0);
-    assert!(admitting.admission_drops > 0, "{b:?}");
-    assert!(
-        b.late < a.late,
-        "late: {} with admission, {} without",
-        b.late,
-        a.late
-    );
-    assert!(
-        b.on_time >= a.on_time,
-        "on time: {} vs {}",
-        b.on_time,
-        a.on_time
-    );
-    assert_eq!(b.on_time + b.late + b.dropped, b.offered);
+    for name in ["camdnn-local", "camdnn-local-eft", "camdnn-greedy"] {
+        let plain = run(&system, name, &SimConfig::default());
+        let admitting = run(
+            &system,
+            name,
+            &SimConfig {
+                deadline_admission: Some(DeadlineAdmission {
+                    tail_z: 0.0,
+                    deadline_ms: Some(deadline),
+                }),
+                ..SimConfig::default()
+            },
+        );
+        let (a, b) = (plain.accounting(deadline), admitting.accounting(deadline));
+        assert_eq!(plain.admission_drops, 0, "{name}");
+        assert!(admitting.admission_drops > 0, "{name}: {b:?}");
+        assert!(
+            b.late < a.late,
+            "{name}: late {} with admission, {} without",
+            b.late,
+            a.late
+        );
+        if name != "camdnn-greedy" {
+            assert!(
+                b.on_time >= a.on_time,
+                "{name}: on time {} vs {}",
+                b.on_time,
+                a.on_time
+            );
+        }
+        assert_eq!(b.on_time + b.late + b.dropped, b.offered, "{name}");
+    }
 }
