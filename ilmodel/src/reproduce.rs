@@ -544,10 +544,11 @@ fn steady(
 }
 
 /// Names in the static sweep, in report order.
-pub const SWEEP: [&str; 6] = [
+pub const SWEEP: [&str; 7] = [
     CAMDNN,
     ORACLE,
     "camdnn-local",
+    "camdnn-local-eft",
     "static-dist",
     "cpu-only",
     "gpu-only",

@@ -197,6 +197,7 @@ pub fn write(
     for (name, label) in [
         ("camdnn-local", "Table 5 trace"),
         ("camdnn-local", "Table 3 grid"),
+        ("camdnn-local-eft", "Table 3 grid"),
     ] {
         let om = if label == "Table 5 trace" {
             match (cell_of(&r.table5, name), t5c) {
@@ -539,6 +540,11 @@ fn suite_section(s: &mut String, suite: &SuiteRun, system: &str, command: &str) 
 fn ablation_section(s: &mut String, traces: &[RealTime], fd: &Fidelity) {
     let rows = [
         ("no global step (Algorithm 1 alone)", "camdnn-local", None),
+        (
+            "no global step (Algorithm 1 alone, earliest-finish rule: camdnn's start)",
+            "camdnn-local-eft",
+            None,
+        ),
         ("greedy planner + local search", "camdnn-greedy", None),
         (
             "MLP alone (repaired, no search)",
