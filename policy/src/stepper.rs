@@ -32,9 +32,11 @@
 //!   step is due at once; the driver runs it at its next turn (the
 //!   simulator right after the event, the daemon at the end of its loop).
 //! - **Drops.** A frame dropped because the pipeline fell behind makes a
-//!   step due at once too, when the last step ran at least the drop gap
-//!   ago ([`Stepper::with_drop_steps`]; [`DROP_STEP_GAP_MS`] by default in
-//!   the simulator and the daemon). The last step's choice is failing now:
+//!   step due at once too, when no step has run yet or the last one ran
+//!   at least the drop gap ago ([`Stepper::with_drop_steps`];
+//!   [`DROP_STEP_GAP_MS`] by default in the simulator and the daemon).
+//!   The start-up residency is no step's choice, so the first drop does
+//!   not wait a gap for it. The last step's choice is failing now:
 //!   waiting out the epoch costs up to an epoch of drops, a look once a
 //!   second costs one step. No frame is dropped in the paper's no-drop
 //!   mode, so its runs step on the timer alone.
@@ -117,7 +119,7 @@ pub struct Stepper {
     /// Least time from the last step to one a drop brings forward, ms
     /// (infinite: drops do not step).
     drop_gap_ms: f64,
-    /// When the last step ran (the start before any), ms.
+    /// When the last step ran, ms (minus infinity before any).
     last_step_ms: f64,
     /// Frames offered since the last step.
     frames: u64,
@@ -152,7 +154,7 @@ impl Stepper {
             timer_due_ms: start_ms + epoch_ms,
             early: None,
             drop_gap_ms: f64::INFINITY,
-            last_step_ms: start_ms,
+            last_step_ms: f64::NEG_INFINITY,
             frames: 0,
             scene,
             adapt: adapt.map(|c| Adapt::new(system, c)),
@@ -203,10 +205,16 @@ impl Stepper {
     }
 
     /// A frame was dropped at `now` because the pipeline is behind: a step
-    /// is due at once when the last one ran at least the drop gap ago.
+    /// is due at once when none has run yet or the last one ran at least
+    /// the drop gap ago.
     /// Returns whether a step is now due.
     pub fn frame_dropped(&mut self, now: f64) -> bool {
-        if self.early.is_none() && now - self.last_step_ms >= self.drop_gap_ms {
+        // Off (an infinite gap) must stay off before the first step, where
+        // the time since the last is infinite too.
+        if self.early.is_none()
+            && self.drop_gap_ms.is_finite()
+            && now - self.last_step_ms >= self.drop_gap_ms
+        {
             self.early = Some((now, Cause::Drops));
         }
         self.early.is_some_and(|(at, _)| now >= at)
@@ -536,29 +544,33 @@ mod tests {
     fn a_dropped_frame_steps_at_once_at_most_once_per_drop_gap() {
         let mut r = Rig::new(5000.0, None);
         r.stepper = r.stepper.with_drop_steps(1000.0);
-        // Within the gap from the start: no step, the timer stands.
-        assert!(!r.stepper.frame_dropped(600.0));
+        // Before any step: due at once, however soon after the start, and
+        // the timer restarts from that step.
         assert_eq!(r.stepper.due_ms(), 5000.0);
-        // Past it: due at once, and the timer restarts from that step.
-        assert!(r.stepper.frame_dropped(1200.0));
-        assert_eq!(r.stepper.due_ms(), 1200.0);
-        let s = r.step(1200.0).expect("the drop's step");
+        assert!(r.stepper.frame_dropped(200.0));
+        assert_eq!(r.stepper.due_ms(), 200.0);
+        let s = r.step(200.0).expect("the first drop's step");
         assert_eq!(s.cause, Cause::Drops);
-        assert_eq!(r.stepper.due_ms(), 6200.0);
-        // Drops within a second of it wait; the next after one does not.
+        assert_eq!(r.stepper.due_ms(), 5200.0);
+        // Drops within the gap of a step wait, the timer standing; the next
+        // after it does not.
+        assert!(!r.stepper.frame_dropped(900.0));
+        assert_eq!(r.step(900.0), None);
+        assert_eq!(r.stepper.due_ms(), 5200.0);
+        assert!(r.stepper.frame_dropped(1200.0));
+        assert_eq!(r.step(1200.0).map(|s| s.cause), Some(Cause::Drops));
         assert!(!r.stepper.frame_dropped(1900.0));
-        assert_eq!(r.step(1900.0), None);
         assert!(r.stepper.frame_dropped(2200.0));
         assert_eq!(r.step(2200.0).map(|s| s.cause), Some(Cause::Drops));
         let at: Vec<f64> = r.sched.steps.iter().map(|s| s.0).collect();
-        assert_eq!(at, vec![1200.0, 2200.0]);
+        assert_eq!(at, vec![200.0, 1200.0, 2200.0]);
     }
 
     #[test]
     fn the_first_late_answer_after_on_time_ones_steps_as_a_drop() {
         let mut r = Rig::new(5000.0, None);
         r.stepper = r.stepper.with_drop_steps(1000.0);
-        // On time, then late: the first late answer past the gap steps.
+        // On time, then late: the first late answer steps.
         assert!(!r.stepper.frame_answered(1100.0, false));
         assert!(r.stepper.frame_answered(1200.0, true));
         assert_eq!(r.step(1200.0).map(|s| s.cause), Some(Cause::Drops));

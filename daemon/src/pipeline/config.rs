@@ -36,8 +36,8 @@ pub struct PipelineConfig {
     #[serde(default = "d_epoch")]
     pub epoch_ms: f64,
     /// A dropped frame (its deadline passed, or the server superseded it or
-    /// was overloaded) brings the global step forward when the last one ran
-    /// at least this long ago, ms (0: the epoch timer alone;
+    /// was overloaded) brings the global step forward when none has run yet
+    /// or the last one ran at least this long ago, ms (0: the epoch timer alone;
     /// `policy::stepper`).
     #[serde(default = "d_drop_step_gap")]
     pub drop_step_gap_ms: f64,

@@ -38,8 +38,8 @@ pub struct SimConfig {
     /// Interval between global steps, ms (0: no timer; adaptation's
     /// triggers and drops still step).
     pub epoch_ms: f64,
-    /// A dropped frame brings the global step forward when the last one ran
-    /// at least this long ago, ms (0: the timer alone;
+    /// A dropped frame brings the global step forward when none has run yet
+    /// or the last one ran at least this long ago, ms (0: the timer alone;
     /// [`crate::stepper::DROP_STEP_GAP_MS`] by default).
     pub drop_step_gap_ms: f64,
     /// Time to prepare one object's crop after its parent model ran, ms.
