@@ -898,6 +898,7 @@ fn suite(
         &boards,
         &Shape::ALL,
         &SimConfig::default(),
+        config.jobs,
         |at, board| {
             let mut out: Vec<Box<dyn Scheduler + Send>> = Vec::new();
             if at == 0 {

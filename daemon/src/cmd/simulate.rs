@@ -56,8 +56,9 @@ pub struct Args {
     /// Global step interval, ms.
     #[arg(long, default_value_t = 5000.0)]
     pub epoch_ms: f64,
-    /// A dropped frame brings the global step forward when the last one ran
-    /// at least this long ago, ms (0: the epoch timer alone; `policy::stepper`).
+    /// A dropped frame brings the global step forward when none has run yet
+    /// or the last one ran at least this long ago, ms (0: the epoch timer
+    /// alone; `policy::stepper`).
     #[arg(long, default_value_t = camdnn_policy::stepper::DROP_STEP_GAP_MS)]
     pub drop_step_gap_ms: f64,
     /// Sync-timer WaitTime, ms.

@@ -52,8 +52,9 @@ pub struct Args {
     /// Global step interval, ms.
     #[arg(long, default_value_t = 5000.0)]
     pub epoch_ms: f64,
-    /// A dropped frame brings the global step forward when the last one ran
-    /// at least this long ago, ms (0: the epoch timer alone; `policy::stepper`).
+    /// A dropped frame brings the global step forward when none has run yet
+    /// or the last one ran at least this long ago, ms (0: the epoch timer
+    /// alone; `policy::stepper`).
     #[arg(long, default_value_t = camdnn_policy::stepper::DROP_STEP_GAP_MS)]
     pub drop_step_gap_ms: f64,
     /// Admit frames as the daemon does with `pipeline.max_in_flight` = N and
@@ -85,6 +86,11 @@ pub struct Args {
     /// the tallies.
     #[arg(long)]
     pub cases: bool,
+    /// Cases run at once, one thread each (default: the host's cores). The
+    /// figures do not depend on it: each case is a deterministic simulation
+    /// of its own, and the cases print in board-then-shape order.
+    #[arg(long)]
+    pub jobs: Option<usize>,
 }
 
 /// Runs the suite and prints its tallies.
@@ -174,10 +180,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .filter(|(_, p)| p.is_none())
         .map(|(b, _)| b.system.name.clone())
         .collect();
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let cases = run_suite(
         &boards,
         &shapes,
         &cfg,
+        jobs,
         |at, board| {
             build(
                 &board.system,

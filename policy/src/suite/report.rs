@@ -2,7 +2,10 @@
 //! the same text for `camdnnd suite` and for `ilmodel reproduce`
 //! (docs/results.md), so the figures there are the command's own.
 
+use std::collections::BTreeMap;
 use std::fmt::{Debug, Display, Write as _};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use super::{
     against_every_baseline, hindsight_speedup, hindsight_speedup_at,
@@ -72,43 +75,86 @@ pub fn trace_for(board: &SuiteBoard, shape: Shape, fps: f64) -> (Trace, u32) {
     (trace, heavy)
 }
 
-/// Runs every board x shape: `build` gives the schedulers of the board at
-/// that index (fresh for each case), `each` sees every case as it is done,
-/// with the board's heavy count.
-pub fn run_suite<E: Debug + Display>(
+/// Runs every board x shape on `jobs` worker threads (at least one):
+/// `build` gives the schedulers of the board at that index (fresh for each
+/// case), `each` sees every case in board-then-shape order as soon as it and
+/// every case before it are done, with the board's heavy count. Each case
+/// is a deterministic simulation of its own, so the cases are the same
+/// whatever `jobs` is; the first error in that order stops the run.
+pub fn run_suite<E: Debug + Display + Send>(
     boards: &[SuiteBoard],
     shapes: &[Shape],
     cfg: &SimConfig,
-    mut build: impl FnMut(usize, &SuiteBoard) -> Result<Vec<Box<dyn Scheduler + Send>>, E>,
+    jobs: usize,
+    build: impl Fn(usize, &SuiteBoard) -> Result<Vec<Box<dyn Scheduler + Send>>, E> + Sync,
     mut each: impl FnMut(&Case, u32),
 ) -> Result<Vec<Case>, SuiteError<E>> {
-    let mut cases = Vec::with_capacity(boards.len() * shapes.len());
-    for (at, board) in boards.iter().enumerate() {
+    let work: Vec<(usize, Shape)> = (0..boards.len())
+        .flat_map(|at| shapes.iter().map(move |&shape| (at, shape)))
+        .collect();
+    let work = work.as_slice();
+    let run = |k: usize| -> Result<(Case, u32), SuiteError<E>> {
+        let (at, shape) = work[k];
+        let board = &boards[at];
         let name = &board.system.name;
-        for &shape in shapes {
-            let mut schedulers = build(at, board).map_err(|error| SuiteError::Build {
-                board: name.clone(),
-                error,
-            })?;
-            let (trace, heavy) = trace_for(board, shape, cfg.fps);
-            let case = run_case(
-                &board.system,
-                name,
-                shape.name(),
-                &trace,
-                &mut schedulers,
-                cfg,
-            )
-            .map_err(|source| SuiteError::Sim {
-                board: name.clone(),
-                shape: shape.name().to_string(),
-                source,
-            })?;
-            each(&case, heavy);
-            cases.push(case);
+        let mut schedulers = build(at, board).map_err(|error| SuiteError::Build {
+            board: name.clone(),
+            error,
+        })?;
+        let (trace, heavy) = trace_for(board, shape, cfg.fps);
+        let case = run_case(
+            &board.system,
+            name,
+            shape.name(),
+            &trace,
+            &mut schedulers,
+            cfg,
+        )
+        .map_err(|source| SuiteError::Sim {
+            board: name.clone(),
+            shape: shape.name().to_string(),
+            source,
+        })?;
+        Ok((case, heavy))
+    };
+    // Workers take the cases in order; after an error none takes a new
+    // one, and every case before it was taken already, so the first error
+    // in order is always among the results.
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..jobs.clamp(1, work.len().max(1)) {
+            let (tx, next, failed, run) = (tx.clone(), &next, &failed, &run);
+            scope.spawn(move || {
+                while !failed.load(Ordering::Relaxed) {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= work.len() {
+                        break;
+                    }
+                    let result = run(k);
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if tx.send((k, result)).is_err() {
+                        break;
+                    }
+                }
+            });
         }
-    }
-    Ok(cases)
+        drop(tx);
+        let mut done = BTreeMap::new();
+        let mut cases = Vec::with_capacity(work.len());
+        for (k, result) in rx {
+            done.insert(k, result);
+            while let Some(result) = done.remove(&cases.len()) {
+                let (case, heavy) = result?;
+                each(&case, heavy);
+                cases.push(case);
+            }
+        }
+        Ok(cases)
+    })
 }
 
 /// One case on one line: every scheduler's on-time share / median delay
@@ -286,5 +332,82 @@ fn rank_text(out: &mut String, cases: &[Case]) {
             "{BASE}'s delay / {reference}'s by rank (geometric mean over the cases finite for both): {}",
             cells.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen;
+    use crate::schedulers::by_name;
+
+    type Built = Result<Vec<Box<dyn Scheduler + Send>>, String>;
+
+    fn boards() -> Vec<SuiteBoard> {
+        [1, 2]
+            .into_iter()
+            .map(|seed| SuiteBoard {
+                system: System::from_spec(&gen::board(seed)).unwrap(),
+                trace_seed: seed,
+            })
+            .collect()
+    }
+
+    fn two_schedulers(board: &SuiteBoard) -> Built {
+        ["camdnn-local", "heft"]
+            .into_iter()
+            .map(|n| by_name(&board.system, n, 5.0).ok_or_else(|| n.to_string()))
+            .collect()
+    }
+
+    /// Runs the suite on `jobs` workers: its outcome and the cases `each`
+    /// saw, in the order it saw them.
+    fn run(
+        jobs: usize,
+        build: impl Fn(usize, &SuiteBoard) -> Built + Sync,
+    ) -> (Result<Vec<Case>, SuiteError<String>>, Vec<String>) {
+        let mut seen = Vec::new();
+        let shapes = [Shape::Bursts, Shape::RandomWalk];
+        let out = run_suite(
+            &boards(),
+            &shapes,
+            &SimConfig::default(),
+            jobs,
+            build,
+            |c, _| seen.push(format!("{}/{}", c.board, c.shape)),
+        );
+        (out, seen)
+    }
+
+    #[test]
+    fn cases_come_in_order_and_the_same_whatever_the_workers() {
+        let order = ["gen-1/bursts", "gen-1/walk", "gen-2/bursts", "gen-2/walk"];
+        let (one, seen_one) = run(1, |_, b| two_schedulers(b));
+        let (three, seen_three) = run(3, |_, b| two_schedulers(b));
+        let (one, three) = (one.unwrap(), three.unwrap());
+        assert_eq!(one, three);
+        assert_eq!(one.len(), 4);
+        assert_eq!(seen_one, order);
+        assert_eq!(seen_three, order);
+    }
+
+    #[test]
+    fn the_first_failing_case_in_order_stops_the_run() {
+        let failing = |at: usize, b: &SuiteBoard| {
+            if at == 1 {
+                Err("no schedulers for this one".to_string())
+            } else {
+                two_schedulers(b)
+            }
+        };
+        for jobs in [1, 3] {
+            let (out, seen) = run(jobs, failing);
+            let err = out.unwrap_err().to_string();
+            assert_eq!(
+                err, "board gen-2: no schedulers for this one",
+                "{jobs} jobs"
+            );
+            assert_eq!(seen, ["gen-1/bursts", "gen-1/walk"], "{jobs} jobs");
+        }
     }
 }
