@@ -90,7 +90,7 @@ pub struct Args {
     /// figures do not depend on it: each case is a deterministic simulation
     /// of its own, and the cases print in board-then-shape order.
     #[arg(long)]
-    pub jobs: Option<usize>,
+    pub jobs: Option<std::num::NonZeroUsize>,
 }
 
 /// Runs the suite and prints its tallies.
@@ -182,7 +182,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .collect();
     let jobs = args
         .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, |n| n.get());
     let cases = run_suite(
         &boards,
         &shapes,
