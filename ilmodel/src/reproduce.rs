@@ -52,7 +52,7 @@ pub struct ReproConfig {
     pub fidelity_instances: usize,
     /// Repetitions of each timed global step.
     pub timing_runs: usize,
-    /// Worker threads for the per-scene experiments.
+    /// Worker threads for the per-scene experiments and the suite's cases.
     pub jobs: usize,
     /// Seed of the random scenes and instances.
     pub seed: u64,
