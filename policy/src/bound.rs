@@ -12,10 +12,20 @@
 //!      the graph can start, the work of that level and below, split
 //!      fractionally over the processors at each one's best per-request time
 //!      for batches that fit the frame (loads excluded), cannot end sooner
-//!      than the optimum of that split (a small linear program).
+//!      than the optimum of that split (a small linear program);
+//!   3. the **whole-request split**: a model's requests cannot all be done
+//!      before its earliest start plus the best split of them, as whole
+//!      requests, over the units that support it, each unit running its
+//!      share in the fastest batches back to back (after its load when the
+//!      model is not resident there) and the units side by side. The
+//!      fractional split lets two requests share a unit's best per-request
+//!      time; here a unit runs n requests in no less than the best
+//!      partition of n into its profiled batches, so a frame with two
+//!      requests for a model that one unit runs far faster than any other
+//!      waits for both there, or for the slower unit.
 //!
-//!   Both ignore queued work, crops and hand-over costs, so the bound holds
-//!   for idle units and any dispatcher.
+//!   All three ignore queued work, crops and hand-over costs, so the bound
+//!   holds for idle units and any dispatcher.
 //! - [`sustainable_fps`]: in steady state (loads excluded) the per-frame
 //!   work, split fractionally over the processors at their best
 //!   per-request time for any batch size (batches may mix frames), takes at
@@ -38,12 +48,16 @@ pub struct FrameBound {
     pub critical_path_ms: f64,
     /// The work split relaxation (per level, after the level's earliest start).
     pub work_split_ms: f64,
+    /// The whole-request split (per model, after its earliest start).
+    pub whole_split_ms: f64,
 }
 
 impl FrameBound {
-    /// The bound: the larger of the two parts, ms.
+    /// The bound: the largest of the three parts, ms.
     pub fn bound_ms(&self) -> f64 {
-        self.critical_path_ms.max(self.work_split_ms)
+        self.critical_path_ms
+            .max(self.work_split_ms)
+            .max(self.whole_split_ms)
     }
 }
 
@@ -57,33 +71,12 @@ pub fn frame_bound(
     scene: &[u32],
     resident: impl Fn(ModelId, ProcId) -> bool,
 ) -> FrameBound {
-    // Earliest finish of each model's first batch, parents before children
-    // (a parent's level is lower than its children's).
-    let mut order: Vec<ModelId> = system.model_ids().filter(|i| scene[i.0] > 0).collect();
-    order.sort_by_key(|i| system.models[i.0].level);
-    let mut finish = vec![0.0f64; system.num_models()];
-    let mut start = vec![0.0f64; system.num_models()];
-    let mut critical = 0.0f64;
-    for &i in &order {
-        let ready = system.models[i.0].parent.map_or(0.0, |p| finish[p.0]);
-        start[i.0] = ready;
-        let r = scene[i.0] as usize;
-        finish[i.0] = system
-            .supporting(i)
-            .map(|j| {
-                let load = if resident(i, j) {
-                    0.0
-                } else {
-                    system.load_ms(i, j)
-                };
-                let run = (1..=r.min(system.max_batch))
-                    .map(|k| system.exec_ms(i, j, k))
-                    .fold(f64::INFINITY, f64::min);
-                ready.max(load) + run
-            })
-            .fold(f64::INFINITY, f64::min);
-        critical = critical.max(finish[i.0]);
-    }
+    let Paths {
+        order,
+        start,
+        critical,
+        whole,
+    } = paths(system, scene, resident);
     let levels = order
         .iter()
         .map(|i| system.models[i.0].level)
@@ -119,7 +112,199 @@ pub fn frame_bound(
     FrameBound {
         critical_path_ms: critical,
         work_split_ms: split,
+        whole_split_ms: whole,
     }
+}
+
+/// The parts of [`frame_bound`] that depend on the residency: the models
+/// with requests (parents first), each one's earliest start, the critical
+/// path and the whole-request split.
+struct Paths {
+    order: Vec<ModelId>,
+    start: Vec<f64>,
+    critical: f64,
+    whole: f64,
+}
+
+fn paths(system: &System, scene: &[u32], resident: impl Fn(ModelId, ProcId) -> bool) -> Paths {
+    // Earliest finish of each model's first batch, parents before children
+    // (a parent's level is lower than its children's).
+    let mut order: Vec<ModelId> = system.model_ids().filter(|i| scene[i.0] > 0).collect();
+    order.sort_by_key(|i| system.models[i.0].level);
+    let mut finish = vec![0.0f64; system.num_models()];
+    let mut start = vec![0.0f64; system.num_models()];
+    let mut critical = 0.0f64;
+    let mut whole = 0.0f64;
+    for &i in &order {
+        let ready = system.models[i.0].parent.map_or(0.0, |p| finish[p.0]);
+        start[i.0] = ready;
+        let r = scene[i.0] as usize;
+        finish[i.0] = system
+            .supporting(i)
+            .map(|j| {
+                let load = if resident(i, j) {
+                    0.0
+                } else {
+                    system.load_ms(i, j)
+                };
+                let run = (1..=r.min(system.max_batch))
+                    .map(|k| system.exec_ms(i, j, k))
+                    .fold(f64::INFINITY, f64::min);
+                ready.max(load) + run
+            })
+            .fold(f64::INFINITY, f64::min);
+        critical = critical.max(finish[i.0]);
+        whole = whole.max(whole_split_finish_ms(system, i, r, ready, &resident));
+    }
+    Paths {
+        order,
+        start,
+        critical,
+        whole,
+    }
+}
+
+/// Most residencies [`frame_bound_within_slots`] looks at for one frame;
+/// beyond it, it takes every model resident everywhere (a weaker bound).
+pub const MAX_LAYOUTS: usize = 1 << 14;
+
+/// A frame's makespan bound whatever the residency it is met with, as long
+/// as no unit holds more than its N_j models: the least [`frame_bound`]
+/// over every residency the units can hold at once (loads counted for the
+/// models not resident). [`frame_bound`] with every model resident on every
+/// unit is lower and ignores N_j; on a board whose units hold few models a
+/// frame that needs more of them pays loads or slower units, and this
+/// counts it. Only models with requests matter, and a unit holding more of
+/// them never raises the bound, so each unit that supports more of the
+/// frame's models than it holds takes each set of N_j of them in turn. The
+/// work split relaxation is taken once, from the levels' earliest starts
+/// with everything resident (lower than under any residency). More than
+/// [`MAX_LAYOUTS`] residencies, or more than 64 models: every model
+/// resident everywhere.
+pub fn frame_bound_within_slots(system: &System, scene: &[u32]) -> f64 {
+    let free = frame_bound(system, scene, |i, j| system.supports(i, j));
+    let floor = free.bound_ms();
+    if system.num_models() > 64 || !floor.is_finite() {
+        return floor;
+    }
+    // Per unit, the sets of the frame's models it may hold (bit i: model i).
+    let mut layouts: Vec<Vec<u64>> = Vec::with_capacity(system.num_processors());
+    let mut count = 1usize;
+    for j in system.proc_ids() {
+        let wanted: Vec<usize> = system
+            .model_ids()
+            .filter(|i| scene[i.0] > 0 && system.supports(*i, j))
+            .map(|i| i.0)
+            .collect();
+        let slots = system.processors[j.0].max_resident.max(1);
+        let sets = if wanted.len() <= slots {
+            vec![wanted.iter().fold(0u64, |m, &i| m | 1 << i)]
+        } else {
+            subsets_of_size(&wanted, slots)
+        };
+        count = count.saturating_mul(sets.len());
+        if count > MAX_LAYOUTS {
+            return floor;
+        }
+        layouts.push(sets);
+    }
+    let mut pick = vec![0usize; layouts.len()];
+    let mut best = f64::INFINITY;
+    loop {
+        let p = paths(system, scene, |i, j| {
+            layouts[j.0][pick[j.0]] >> i.0 & 1 == 1
+        });
+        best = best.min(p.critical.max(p.whole).max(free.work_split_ms));
+        if best <= floor {
+            return floor;
+        }
+        // Next residency (an odometer over the units' sets).
+        let mut u = 0;
+        loop {
+            if u == pick.len() {
+                return best;
+            }
+            pick[u] += 1;
+            if pick[u] < layouts[u].len() {
+                break;
+            }
+            pick[u] = 0;
+            u += 1;
+        }
+    }
+}
+
+/// Every set of `size` of `items` (bit positions), as bit masks.
+fn subsets_of_size(items: &[usize], size: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut idx: Vec<usize> = (0..size).collect();
+    loop {
+        out.push(idx.iter().fold(0u64, |m, &k| m | 1 << items[k]));
+        // Next combination in lexicographic order.
+        let Some(p) = (0..size).rev().find(|&p| idx[p] < items.len() - size + p) else {
+            return out;
+        };
+        idx[p] += 1;
+        for q in p + 1..size {
+            idx[q] = idx[q - 1] + 1;
+        }
+    }
+}
+
+/// The earliest all `r` requests of model i can be done when none can start
+/// before `ready` (and none on a unit before its load when i is not resident
+/// there, a load starting at the frame's arrival): the least, over splits of
+/// the requests into whole shares n_j, of the latest unit's finish, a unit
+/// running its share in batches back to back ([`least_run_ms`]).
+///
+/// With f_j(n) the finish of n requests on p_j, non-decreasing in n, a
+/// split's latest finish is at least the r-th smallest of all the f_j(n)
+/// (its r requests each bring one value no later than it), and taking the r
+/// smallest is a split: the r-th smallest is the optimum. `f64::INFINITY`
+/// when no unit supports i.
+fn whole_split_finish_ms(
+    system: &System,
+    i: ModelId,
+    r: usize,
+    ready: f64,
+    resident: impl Fn(ModelId, ProcId) -> bool,
+) -> f64 {
+    if r == 0 {
+        return 0.0;
+    }
+    let mut finishes: Vec<f64> = Vec::with_capacity(r * system.num_processors());
+    for j in system.supporting(i) {
+        let start = if resident(i, j) {
+            ready
+        } else {
+            ready.max(system.load_ms(i, j))
+        };
+        finishes.extend(least_run_ms(system, i, j, r).into_iter().map(|t| start + t));
+    }
+    if finishes.len() < r {
+        return f64::INFINITY;
+    }
+    *finishes.select_nth_unstable_by(r - 1, f64::total_cmp).1
+}
+
+/// The least time p_j needs to run n requests of model i, for n = 1..=r:
+/// the best partition of n into profiled batch sizes (exact for any batch
+/// curve, concave or not), then lowered to the least over n..=r so that it
+/// never falls as n grows (a lower value keeps it a bound).
+fn least_run_ms(system: &System, i: ModelId, j: ProcId, r: usize) -> Vec<f64> {
+    let b = system.max_batch_on(i, j);
+    let mut t = vec![f64::INFINITY; r + 1];
+    t[0] = 0.0;
+    for n in 1..=r {
+        t[n] = (1..=b.min(n))
+            .map(|k| t[n - k] + system.exec_ms(i, j, k))
+            .fold(f64::INFINITY, f64::min);
+    }
+    for n in (1..r).rev() {
+        t[n] = t[n].min(t[n + 1]);
+    }
+    t.remove(0);
+    t
 }
 
 /// The highest frame rate any schedule could sustain on a stream whose
@@ -301,6 +486,116 @@ mod tests {
         // cpu max(10, 6) + 8 = 18, gpu max(10, 12) + 4 = 16 -> 16.
         let det_only = frame_bound(&tiny(), &[1, 1, 0], |i, _| i.0 == 0);
         assert!(close(det_only.critical_path_ms, 16.0), "{det_only:?}");
+    }
+
+    #[test]
+    fn whole_requests_bind_where_the_fractional_split_shares_a_batch() {
+        // Scene: detector 1, a 2, everything resident. Critical path: 10 +
+        // gpu 4 = 14. Fractional split from 10: a costs 2 x min(8, 14/2) =
+        // 14 on cpu or 2 x min(4, 6/2) = 6 on gpu: 14x = 6(1 - x) -> T = 4.2
+        // -> 14.2. Whole requests: gpu ends one at 14, both (a batch of 2)
+        // at 16; cpu ends one at 18: the two earliest ends are 14 and 16,
+        // so at best both are done at 16, above the other two parts.
+        let b = frame_bound(&tiny(), &[1, 2, 0], |_, _| true);
+        assert!(close(b.critical_path_ms, 14.0), "{b:?}");
+        assert!(close(b.work_split_ms, 14.2), "{b:?}");
+        assert!(close(b.whole_split_ms, 16.0), "{b:?}");
+        assert!(close(b.bound_ms(), 16.0), "{b:?}");
+        // a not resident on the gpu: its 12 ms load starts at arrival and
+        // ends after the detector, so the gpu ends one at 16 and two at 18,
+        // the cpu one at 18: both done at 18 at best.
+        let cold_gpu = frame_bound(&tiny(), &[1, 2, 0], |i, j| i.0 == 0 || j.0 == 0);
+        assert!(close(cold_gpu.whole_split_ms, 18.0), "{cold_gpu:?}");
+    }
+
+    #[test]
+    fn least_run_takes_the_best_partition_into_batches() {
+        let system = tiny();
+        let (a, gpu) = (ModelId(1), ProcId(1));
+        // gpu: 4 / 6 / 7.5 ms for 1 / 2 / 3; four requests: 7.5 + 4 = 11.5
+        // (6 + 6 = 12 is worse); five: 7.5 + 6 = 13.5.
+        let t = least_run_ms(&system, a, gpu, 5);
+        for (got, want) in t.iter().zip([4.0, 6.0, 7.5, 11.5, 13.5]) {
+            assert!(close(*got, want), "{t:?}");
+        }
+        // A profile where a batch of 2 runs faster than one request: one
+        // request is never taken as slower than two (the value stays a bound).
+        let mut odd = tiny();
+        odd.set_pair_timings(a, gpu, &[5.0, 4.0, 7.5], 12.0);
+        let t = least_run_ms(&odd, a, gpu, 2);
+        assert!(close(t[0], 4.0) && close(t[1], 4.0), "{t:?}");
+    }
+
+    /// A detector on the cpu (10 ms); a on the cpu (30 ms) or the gpu (4 ms,
+    /// a 50 ms load); b on the gpu only (5 ms, a 40 ms load); the gpu holds
+    /// one model.
+    const ONE_GPU_SLOT: &str = r#"
+name = "one-gpu-slot"
+max_batch = 1
+[[processor]]
+name = "cpu"
+kind = "cpu"
+max_resident = 2
+[[processor]]
+name = "gpu"
+kind = "gpu"
+max_resident = 1
+[[model]]
+name = "detector"
+[[model]]
+name = "a"
+parent = "detector"
+classes = ["person"]
+[[model]]
+name = "b"
+parent = "detector"
+classes = ["car"]
+[profile.detector.cpu]
+exec_ms = [10.0]
+load_ms = 5.0
+[profile.a.cpu]
+exec_ms = [30.0]
+load_ms = 5.0
+[profile.a.gpu]
+exec_ms = [4.0]
+load_ms = 50.0
+[profile.b.gpu]
+exec_ms = [5.0]
+load_ms = 40.0
+"#;
+
+    #[test]
+    fn within_slots_the_bound_counts_what_a_unit_cannot_hold_at_once() {
+        let system = System::from_toml(ONE_GPU_SLOT).unwrap();
+        let scene = [1, 1, 1];
+        // Everything resident: a and b on the gpu after the detector, 10 +
+        // 4 + 5 = 19, or a split off to the cpu: 30x = 9 - 4x -> 17.94.
+        let free = frame_bound(&system, &scene, |i, j| system.supports(i, j));
+        assert!(close(free.bound_ms(), 10.0 + 9.0 / 34.0 * 30.0), "{free:?}");
+        // The gpu holds one of them. Holding a: b loads until 40, done at 45.
+        // Holding b: a loads until 50 on the gpu (54) or runs on the cpu
+        // from 10 (40); b done at 15. The least of the two is 40, which is
+        // also the best schedule.
+        assert!(close(frame_bound_within_slots(&system, &scene), 40.0));
+        // A frame without b: the gpu holds a, nothing is lost.
+        let only_a = [1, 1, 0];
+        assert!(close(
+            frame_bound_within_slots(&system, &only_a),
+            frame_bound(&system, &only_a, |i, j| system.supports(i, j)).bound_ms()
+        ));
+    }
+
+    #[test]
+    fn subsets_of_size_lists_each_set_once() {
+        let sets = subsets_of_size(&[0, 2, 5, 7], 2);
+        assert_eq!(sets.len(), 6);
+        let mut sorted = sets.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 6);
+        assert!(sets
+            .iter()
+            .all(|m| m.count_ones() == 2 && m & !0b1010_0101 == 0));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 pub mod report;
 
-use crate::bound::frame_bound;
+use crate::bound::frame_bound_within_slots;
 use crate::schedulers::Scheduler;
 use crate::sim::{
     default_deadline_ms, frame_scene, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
@@ -116,16 +116,17 @@ pub fn run_case(
 }
 
 /// The median over a trace's frames of each frame's makespan lower bound
-/// ([`frame_bound`]) with every model resident on every unit that supports
-/// it (no loads, no queueing, no N_j limit): each frame's delay is at least
-/// its bound, so the sorted delays dominate the sorted bounds rank by rank
-/// and no schedule's median delay over the offered frames is below this.
+/// whatever residency it is met with, within the units' N_j
+/// ([`frame_bound_within_slots`]; no queueing): each frame's delay is at
+/// least its bound, so the sorted delays dominate the sorted bounds rank by
+/// rank and no schedule's median delay over the offered frames is below
+/// this.
 /// `root_items` is the detector's runs per frame, as in [`SimConfig`].
 pub fn median_bound_ms(system: &System, trace: &Trace, root_items: u32) -> f64 {
     let mut bounds: Vec<f64> = Vec::with_capacity(trace.frames());
     for seg in &trace.segments {
         let scene = frame_scene(system, &seg.scene, root_items);
-        let b = frame_bound(system, &scene, |i, j| system.supports(i, j)).bound_ms();
+        let b = frame_bound_within_slots(system, &scene);
         bounds.extend(std::iter::repeat_n(b, seg.frames));
     }
     bounds.sort_by(f64::total_cmp);
@@ -471,6 +472,7 @@ pub fn median_speedup_by_rank(cases: &[Case], reference: &str, base: &str) -> [(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bound::frame_bound;
     use crate::sim::FrameOutcome;
 
     fn report(delays: &[Option<f64>]) -> SimReport {
