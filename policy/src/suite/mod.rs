@@ -124,9 +124,13 @@ pub fn run_case(
 /// `root_items` is the detector's runs per frame, as in [`SimConfig`].
 pub fn median_bound_ms(system: &System, trace: &Trace, root_items: u32) -> f64 {
     let mut bounds: Vec<f64> = Vec::with_capacity(trace.frames());
+    // A trace comes back to the same scenes (bursts: two of them).
+    let mut known: std::collections::HashMap<Vec<u32>, f64> = Default::default();
     for seg in &trace.segments {
         let scene = frame_scene(system, &seg.scene, root_items);
-        let b = frame_bound_within_slots(system, &scene);
+        let b = *known
+            .entry(scene)
+            .or_insert_with_key(|scene| frame_bound_within_slots(system, scene));
         bounds.extend(std::iter::repeat_n(b, seg.frames));
     }
     bounds.sort_by(f64::total_cmp);
