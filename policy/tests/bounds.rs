@@ -104,38 +104,45 @@ fn no_frame_beats_its_bound_within_the_units_slots() {
     // Each frame's bound over every residency the units can hold at once
     // (the suite's median bound is the median of these): no schedule meets
     // a frame with a residency outside that set, so none answers it sooner.
-    use camdnn_policy::bound::frame_bound_within_slots;
+    // rb5 with the paper's trace, and three generated boards whose units
+    // hold few models.
     use camdnn_policy::gen::{self, Shape};
-    use camdnn_policy::sim::frame_scene;
     let cfg = SimConfig::default();
+    assert_no_frame_beats_its_bound(
+        &System::from_toml(RB5).unwrap(),
+        "rb5",
+        &Trace::paper_fig11(),
+        &cfg,
+    );
     for seed in [9, 13, 25] {
         let system = System::from_spec(&gen::board(seed)).unwrap();
         let heavy = gen::heavy_count(&system, cfg.fps);
         for shape in [Shape::Paper, Shape::DominanceShift, Shape::RandomWalk] {
             let trace = shape.trace(&system, seed, heavy);
-            let bounds: Vec<f64> = trace
-                .segments
-                .iter()
-                .flat_map(|seg| {
-                    let b = frame_bound_within_slots(
-                        &system,
-                        &frame_scene(&system, &seg.scene, cfg.root_items),
-                    );
-                    std::iter::repeat_n(b, seg.frames)
-                })
-                .collect();
-            for name in ["camdnn-local", "camdnn-greedy", "static-dist"] {
-                let mut s = schedulers::by_name(&system, name, 5.0).unwrap();
-                let r = simulate(&system, s.as_mut(), &trace, &cfg).unwrap();
-                for (n, (f, b)) in r.frames.iter().zip(&bounds).enumerate() {
-                    if let Some(d) = f.delay_ms {
-                        assert!(
-                            d >= b - 1e-9,
-                            "{name} on gen-{seed}/{} frame {n}: {d} < {b}",
-                            shape.name()
-                        );
-                    }
-                }
+            let case = format!("gen-{seed}/{}", shape.name());
+            assert_no_frame_beats_its_bound(&system, &case, &trace, &cfg);
+        }
+    }
+}
+
+fn assert_no_frame_beats_its_bound(system: &System, case: &str, trace: &Trace, cfg: &SimConfig) {
+    use camdnn_policy::bound::frame_bound_within_slots;
+    use camdnn_policy::sim::frame_scene;
+    let bounds: Vec<f64> = trace
+        .segments
+        .iter()
+        .flat_map(|seg| {
+            let b =
+                frame_bound_within_slots(system, &frame_scene(system, &seg.scene, cfg.root_items));
+            std::iter::repeat_n(b, seg.frames)
+        })
+        .collect();
+    for name in ["camdnn-local", "camdnn-greedy", "static-dist", "heft"] {
+        let mut s = schedulers::by_name(system, name, 5.0).unwrap();
+        let r = simulate(system, s.as_mut(), trace, cfg).unwrap();
+        for (n, (f, b)) in r.frames.iter().zip(&bounds).enumerate() {
+            if let Some(d) = f.delay_ms {
+                assert!(d >= b - 1e-9, "{name} on {case} frame {n}: {d} < {b}");
             }
         }
     }
