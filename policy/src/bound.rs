@@ -526,47 +526,10 @@ mod tests {
         assert!(close(t[0], 4.0) && close(t[1], 4.0), "{t:?}");
     }
 
-    /// A detector on the cpu (10 ms); a on the cpu (30 ms) or the gpu (4 ms,
-    /// a 50 ms load); b on the gpu only (5 ms, a 40 ms load); the gpu holds
-    /// one model.
-    const ONE_GPU_SLOT: &str = r#"
-name = "one-gpu-slot"
-max_batch = 1
-[[processor]]
-name = "cpu"
-kind = "cpu"
-max_resident = 2
-[[processor]]
-name = "gpu"
-kind = "gpu"
-max_resident = 1
-[[model]]
-name = "detector"
-[[model]]
-name = "a"
-parent = "detector"
-classes = ["person"]
-[[model]]
-name = "b"
-parent = "detector"
-classes = ["car"]
-[profile.detector.cpu]
-exec_ms = [10.0]
-load_ms = 5.0
-[profile.a.cpu]
-exec_ms = [30.0]
-load_ms = 5.0
-[profile.a.gpu]
-exec_ms = [4.0]
-load_ms = 50.0
-[profile.b.gpu]
-exec_ms = [5.0]
-load_ms = 40.0
-"#;
-
     #[test]
     fn within_slots_the_bound_counts_what_a_unit_cannot_hold_at_once() {
-        let system = System::from_toml(ONE_GPU_SLOT).unwrap();
+        let system =
+            System::from_toml(include_str!("../tests/fixtures/gpu_holds_one_of_two.toml")).unwrap();
         let scene = [1, 1, 1];
         // Everything resident: a and b on the gpu after the detector, 10 +
         // 4 + 5 = 19, or a split off to the cpu: 30x = 9 - 4x -> 17.94.
