@@ -54,7 +54,9 @@ fn frame(seq: u64, objects: &[(&str, f32)]) -> Frame {
 
 fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
     let (tx, rx) = oneshot::channel();
-    p.submit(f, Instant::now(), tx);
+    let now = Instant::now();
+    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
+    p.submit(f, now, deadline, tx);
     rx
 }
 

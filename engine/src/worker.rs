@@ -45,8 +45,14 @@ impl<T: Send + 'static> Reply<T> {
         )
     }
 
-    fn send(self, v: T) {
+    /// Answers with `v` (what a worker does when it finishes; also for a
+    /// stand-in processor in tests).
+    pub fn answer(self, v: T) {
         (self.0)(v)
+    }
+
+    fn send(self, v: T) {
+        self.answer(v)
     }
 }
 

@@ -36,6 +36,7 @@ pub mod drift;
 mod error;
 pub mod estimate;
 pub mod features;
+pub mod flow;
 pub mod frame_period;
 pub mod gen;
 pub mod heft_dag;

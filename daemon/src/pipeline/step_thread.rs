@@ -12,11 +12,11 @@ use std::thread::JoinHandle;
 
 use camdnn_policy::stepper::StartedStep;
 
-use super::runtime::Event;
+use super::actor::Event;
 
 /// The thread and the way to it.
 pub struct StepThread {
-    tx: Option<mpsc::Sender<StartedStep>>,
+    tx: Option<mpsc::Sender<(u64, StartedStep)>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -24,11 +24,11 @@ impl StepThread {
     /// Starts the thread; computed steps go to `events`.
     pub fn start(events: mpsc::Sender<Event>) -> Self {
         // Unbounded, bounded by the stepper: one step is away at a time.
-        let (tx, rx) = mpsc::channel::<StartedStep>();
+        let (tx, rx) = mpsc::channel::<(u64, StartedStep)>();
         let thread = std::thread::Builder::new()
             .name("camdnn-step".into())
             .spawn(move || {
-                for mut step in rx {
+                for (ticket, mut step) in rx {
                     // A panic in the step loses its planning state: the
                     // scheduler then takes no more global steps (its
                     // dispatcher goes on) and the step comes back empty.
@@ -41,7 +41,7 @@ impl StepThread {
                         tracing::error!("the global step panicked: no more global steps; the dispatcher goes on as it was");
                         metrics::counter!("camdnn_global_step_failures_total").increment(1);
                     }
-                    if events.send(Event::StepComputed(step)).is_err() {
+                    if events.send(Event::StepComputed(ticket, step)).is_err() {
                         return;
                     }
                 }
@@ -61,12 +61,12 @@ impl StepThread {
         }
     }
 
-    /// Hands `step` to the thread; gives it back if the thread is gone, for
-    /// the caller to compute itself.
-    pub fn send(&self, step: StartedStep) -> Result<(), StartedStep> {
+    /// Hands `step` to the thread, its result to carry `ticket`; gives both
+    /// back if the thread is gone, for the caller to compute the step itself.
+    pub fn send(&self, ticket: u64, step: StartedStep) -> Result<(), (u64, StartedStep)> {
         match &self.tx {
-            Some(tx) => tx.send(step).map_err(|mpsc::SendError(s)| s),
-            None => Err(step),
+            Some(tx) => tx.send((ticket, step)).map_err(|mpsc::SendError(s)| s),
+            None => Err((ticket, step)),
         }
     }
 }

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use camdnn_protocol::{Deadline, DropReason, Dropped, Frame, Rejected, ServerMessage};
+use camdnn_protocol::{DropReason, Dropped, Frame, Rejected, ServerMessage};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::admission::{Admission, Next, Offer, StreamKey, Waiting};
 use super::metrics;
-use crate::pipeline::{FrameProcessor, Outcome};
+use crate::pipeline::{deadline_instant, FrameProcessor, Outcome};
 
 /// Where the server is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,7 +270,7 @@ impl Dispatch {
     ) {
         let (tx, rx) = oneshot::channel();
         let admitted = Instant::now();
-        processor.submit(w.frame, w.received, tx);
+        processor.submit(w.frame, w.received, w.deadline, tx);
         let this = Arc::clone(self);
         let mut phase = self.phase();
         tokio::spawn(async move {
@@ -312,32 +312,5 @@ impl Dispatch {
             }
         }
         self.set_phase(Phase::Closing);
-    }
-}
-
-/// A frame's deadline as an instant (`None`: no deadline). Absolute
-/// deadlines are converted through the realtime clock now.
-pub(crate) fn deadline_instant(d: Option<Deadline>, received: Instant) -> Option<Instant> {
-    match d? {
-        Deadline::RelativeUs(us) => Some(
-            received
-                .checked_add(Duration::from_micros(us))
-                .unwrap_or(received + Duration::from_secs(86_400 * 365)),
-        ),
-        Deadline::AbsoluteUs(at) => {
-            let now_us = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-            if at <= now_us {
-                Some(received)
-            } else {
-                let left = Duration::from_micros(at - now_us);
-                Some(
-                    Instant::now()
-                        .checked_add(left)
-                        .unwrap_or(received + Duration::from_secs(86_400 * 365)),
-                )
-            }
-        }
     }
 }

@@ -119,7 +119,9 @@ pub fn frame(seq: u64, img: &Rgb, detections: Option<Vec<UpstreamDetection>>) ->
 /// Submits a frame and waits for its outcome.
 pub fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
     let (tx, rx) = oneshot::channel();
-    p.submit(f, Instant::now(), tx);
+    let now = Instant::now();
+    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
+    p.submit(f, now, deadline, tx);
     rx.blocking_recv().expect("every frame is answered")
 }
 

@@ -52,7 +52,13 @@ impl FakeProcessor {
 }
 
 impl FrameProcessor for FakeProcessor {
-    fn submit(&self, frame: Frame, _received: Instant, reply: oneshot::Sender<Outcome>) {
+    fn submit(
+        &self,
+        frame: Frame,
+        _received: Instant,
+        _deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
         self.submitted.fetch_add(1, Ordering::SeqCst);
         let now = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
