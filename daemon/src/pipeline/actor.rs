@@ -9,15 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
-use camdnn_engine::{Command, EngineError, ModelSource, Reply, RunReport, Tensor};
+use camdnn_engine::{EngineError, ModelSource, RunReport};
 use camdnn_policy::flow::{
-    BatchId, BatchOutcome, DropCause, Effect, Event as FlowEvent, FrameFlow, FrameId, FrameIn,
-    Lost, Request, Run,
+    BatchId, Effect, Event as FlowEvent, FrameFlow, FrameId, FrameIn, Request, Run,
 };
 use camdnn_policy::schedulers::Scheduler;
 use camdnn_policy::stepper::StartedStep;
-use camdnn_policy::{ModelId, ProcId, System};
-use camdnn_protocol::{ClassRef, DropReason, Frame, RejectReason};
+use camdnn_policy::{ModelId, ProcId};
+use camdnn_protocol::{ClassRef, Frame, RejectReason};
 use camdnn_vision::{keep_best, BBox};
 use tokio::sync::oneshot;
 
@@ -25,13 +24,11 @@ use super::clock::Clock;
 use super::frame_data::{FrameData, ObjectState};
 use super::health::PipelineHealth;
 use super::models::ModelRuntime;
-use super::outputs::Reader;
-use super::prep::{CropSpec, Job, PrepPool, Prepared};
+use super::prep::{CropSpec, PrepPool, Prepared};
 use super::step_thread::StepThread;
 use super::units::Unit;
 use super::work::WorkEstimate;
 use super::Outcome;
-use crate::server::metrics as names;
 
 /// Messages to the scheduler thread.
 pub enum Event {
@@ -116,7 +113,7 @@ pub(super) struct Actor {
 }
 
 impl Actor {
-    fn now(&self) -> f64 {
+    pub(super) fn now(&self) -> f64 {
         self.clock.now_ms()
     }
 
@@ -139,6 +136,7 @@ impl Actor {
     }
 
     /// Off-thread work asked for and not yet handled.
+    #[cfg(test)]
     pub fn outstanding(&self) -> u64 {
         self.next_ticket - self.next_in_order
     }
@@ -230,13 +228,16 @@ impl Actor {
             .roots()
             .next()
             .expect("a validated system has a detector");
+        let arrival_ms = self.clock.ms_of(received);
         let frame_in = FrameIn {
             frame: id,
             stream: u64::from(frame.stream_id),
             seq: frame.seq,
             capture_ms: (frame.capture_ts_us > 0).then(|| frame.capture_ts_us as f64 / 1e3),
-            arrival_ms: self.clock.ms_of(received),
-            deadline_ms: deadline.map(|d| self.clock.ms_of(d)),
+            arrival_ms,
+            // From the arrival, so a virtual clock reads it exactly too.
+            deadline_ms: deadline
+                .map(|d| arrival_ms + d.saturating_duration_since(received).as_secs_f64() * 1e3),
             priority: frame.priority.unwrap_or(0),
             upstream: None,
         };
@@ -318,4 +319,3 @@ impl Actor {
         requests
     }
 }
-

@@ -17,12 +17,12 @@ use camdnn_policy::sim::FrameAdmission;
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 
+use super::clock::Clock;
 use super::config::{ModelEntry, PipelineConfig, ProcessorEntry};
 use super::models::ModelRuntime;
-use super::clock::Clock;
 use super::runtime::{self, Parts, Pipeline};
-use camdnn_policy::flow::{Behind, FlowConfig};
 use crate::config::DaemonConfig;
+use camdnn_policy::flow::{Behind, FlowConfig};
 
 /// A started pipeline and the workers it owns (kept alive with it).
 pub struct Built {

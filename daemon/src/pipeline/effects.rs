@@ -87,10 +87,7 @@ impl Actor {
         let Some(f) = self.frames.get_mut(&frame) else {
             return;
         };
-        let crops: Vec<CropSpec> = requests
-            .iter()
-            .filter_map(|r| f.crops.remove(r))
-            .collect();
+        let crops: Vec<CropSpec> = requests.iter().filter_map(|r| f.crops.remove(r)).collect();
         let job = match (f.raw.take(), &f.image) {
             (Some(raw), _) => Job::DecodeAndCrop {
                 frame: frame.0,
@@ -194,7 +191,13 @@ impl Actor {
                     batch,
                     result: Err(e),
                 });
-                self.batches.insert(batch, BatchMeta { run, dispatched: now });
+                self.batches.insert(
+                    batch,
+                    BatchMeta {
+                        run,
+                        dispatched: now,
+                    },
+                );
                 return;
             }
         };
@@ -210,7 +213,13 @@ impl Actor {
             reply,
         };
         let proc = run.proc;
-        self.batches.insert(batch, BatchMeta { run, dispatched: now });
+        self.batches.insert(
+            batch,
+            BatchMeta {
+                run,
+                dispatched: now,
+            },
+        );
         if let Err(e) = self.units[proc.0].send(cmd) {
             tracing::error!(error = %e, "worker is gone");
             let _ = self.tx.send(Event::BatchDone {
@@ -222,7 +231,7 @@ impl Actor {
 
     /// Answers a frame: with `outcome`, with its rejection when it could
     /// not be read, or with its result when `None`.
-    fn finish(&mut self, frame: FrameId, outcome: Option<Outcome>) {
+    pub(super) fn finish(&mut self, frame: FrameId, outcome: Option<Outcome>) {
         let Some(f) = self.frames.remove(&frame) else {
             return;
         };

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use camdnn_engine::{BatchMode, Command, EngineError, RunReport, Tensor};
-use camdnn_policy::flow::{Decision, Event as FlowEvent};
+use camdnn_policy::flow::Decision;
 use camdnn_policy::schedulers::{by_name, Scheduler};
 use camdnn_policy::sim::{
     simulate_logged, Agenda, FrameAdmission, SceneObjects, SimConfig, Trace, Units,
@@ -100,7 +100,10 @@ impl Unit for VirtualUnit {
                     finished: t0 + Duration::from_secs_f64((span.finish_ms - span.start_ms) / 1e3),
                 };
                 let done: Box<dyn FnOnce() + Send> = Box::new(move || reply_ok(reply, report));
-                self.agenda.lock().unwrap().push(span.finish_ms, Due::Done(done));
+                self.agenda
+                    .lock()
+                    .unwrap()
+                    .push(span.finish_ms, Due::Done(done));
             }
             Command::Run {
                 model,
@@ -123,7 +126,10 @@ impl Unit for VirtualUnit {
                     finished: t0 + Duration::from_secs_f64(exec_ms / 1e3),
                 };
                 let done: Box<dyn FnOnce() + Send> = Box::new(move || reply_ok(reply, report));
-                self.agenda.lock().unwrap().push(span.finish_ms, Due::Done(done));
+                self.agenda
+                    .lock()
+                    .unwrap()
+                    .push(span.finish_ms, Due::Done(done));
             }
             Command::Unload { .. } | Command::Shutdown => {}
         }
@@ -140,12 +146,14 @@ fn reply_ok<T: Send + 'static>(reply: camdnn_engine::Reply<Result<T, EngineError
 }
 
 /// The frame number a detector input carries: its first pixel's red and
-/// green channels (the input is `x / 255`, NHWC, of a uniform frame).
+/// green channels (the input is `x / 255` of a uniform frame, NCHW or NHWC).
 fn frame_of(input: &Tensor, item: usize) -> usize {
-    let per_item: usize = input.shape()[1..].iter().product();
+    let shape = input.shape();
+    let per_item: usize = shape[1..].iter().product();
+    let green = if shape[1] == 3 { per_item / 3 } else { 1 };
     let v = input.as_f32().expect("f32 input");
-    let px = |c: usize| (v[item * per_item + c] * 255.0).round() as usize;
-    px(0) + 256 * px(1)
+    let px = |at: usize| (v[item * per_item + at] * 255.0).round() as usize;
+    px(0) + 256 * px(green)
 }
 
 /// What the virtual processor answers for a batch of model i: for the
@@ -167,7 +175,10 @@ fn fake_outputs(w: &World, i: camdnn_policy::ModelId, input: &Tensor, k: usize) 
         let f = frame_of(input, item);
         let scene = &w.scenes[f];
         let objects = SceneObjects::new(system, scene).level1();
-        assert!(objects.len() <= COLUMNS, "a test scene of at most {COLUMNS} objects");
+        assert!(
+            objects.len() <= COLUMNS,
+            "a test scene of at most {COLUMNS} objects"
+        );
         let base = item * rows * COLUMNS;
         for (n, r) in objects.iter().enumerate() {
             // Disjoint boxes on a grid of the 64 x 64 input.
@@ -177,7 +188,10 @@ fn fake_outputs(w: &World, i: camdnn_policy::ModelId, input: &Tensor, k: usize) 
             out[col(1)] = 2.5 + gy * 5.0;
             out[col(2)] = 4.0;
             out[col(3)] = 4.0;
-            let c = classes.iter().position(|&m| m == r.model).expect("a level-1 model");
+            let c = classes
+                .iter()
+                .position(|&m| m == r.model)
+                .expect("a level-1 model");
             out[col(4 + c)] = 0.99 - n as f32 * 1e-4;
         }
     }
@@ -206,7 +220,10 @@ fn config_toml(system: &System, profile: &std::path::Path, wait_ms: f64) -> Stri
         .map(|m| format!("{:?}", system.models[m.0].classes[0]))
         .collect();
     for m in &system.models {
-        s += &format!("[[pipeline.model]]\nname = {:?}\npath = \"virtual.onnx\"\n", m.name);
+        s += &format!(
+            "[[pipeline.model]]\nname = {:?}\npath = \"virtual.onnx\"\n",
+            m.name
+        );
         match m.parent {
             None => {
                 s += &format!(
@@ -220,7 +237,7 @@ fn config_toml(system: &System, profile: &std::path::Path, wait_ms: f64) -> Stri
                 if !m.classes.is_empty() {
                     s += &format!("classes = [{:?}]\n", m.classes[0]);
                 }
-                s += "input = { width = 8, height = 8 }\noutput = { kind = \"topk\", k = 1 }\nsim_outputs = { prob = [2] }\n";
+                s += "input = { width = 8, height = 8, norm = { scale = 0.0039215686 } }\noutput = { kind = \"topk\", k = 1 }\nsim_outputs = { prob = [2] }\n";
             }
         }
     }
@@ -292,7 +309,13 @@ impl Rig {
             a.push_frame(0, arrivals[0], Due::Camera(0));
             a.wake(arrivals[0], self.actor.flow.next_wake_ms(), || Due::Wake);
         }
-        loop {
+        // A bound on the events, so a flow that keeps waking fails the test.
+        let most = 1000 * arrivals.len();
+        for handled in 0.. {
+            assert!(
+                handled < most,
+                "more than {most} events: the flow keeps waking"
+            );
             let next = self.agenda.lock().unwrap().pop();
             let Some((t, due)) = next else { break };
             self.time.set(t);
@@ -414,7 +437,11 @@ fn both_logs(
         max_objects: 1000,
         clock,
     };
-    let (actor, ..) = actor(parts, tx).expect("the actor starts");
+    let (mut actor, ..) = actor(parts, tx).expect("the actor starts");
+    // As the simulator's camera: no global step after the last frame's period.
+    actor
+        .flow
+        .stop_steps_at(arrivals.len() as f64 * 1000.0 / sim.fps);
     let rig = Rig {
         actor,
         rx,
@@ -431,12 +458,18 @@ fn assert_same(name: &str, daemon: &[Decision], sim: &[Decision]) {
     let first = daemon.iter().zip(sim).position(|(a, b)| a != b);
     if let Some(n) = first.or((daemon.len() != sim.len()).then_some(daemon.len().min(sim.len()))) {
         let from = n.saturating_sub(5);
+        let lines = |log: &[Decision]| -> String {
+            log[from..(n + 3).min(log.len())]
+                .iter()
+                .map(|d| format!("\n  {d:?}"))
+                .collect()
+        };
         panic!(
-            "{name}: the daemon and the simulator part at decision {n} of {}/{}\\n daemon: {:#?}\\n simulator: {:#?}",
+            "{name}: the daemon and the simulator part at decision {n} of {}/{}\n daemon:{}\n simulator:{}",
             daemon.len(),
             sim.len(),
-            &daemon[from..(n + 3).min(daemon.len())],
-            &sim[from..(n + 3).min(sim.len())]
+            lines(daemon),
+            lines(sim)
         );
     }
     assert!(
@@ -466,8 +499,14 @@ fn generated(seed: u64) -> (System, Trace) {
     let mut trace = Trace::random(seed, request_models.len(), 10, 15, 8);
     for seg in &mut trace.segments {
         for (n, &m) in request_models.iter().enumerate() {
-            if let Some(p) = system.models[m.0].parent.filter(|_| system.models[m.0].level > 1) {
-                let pn = request_models.iter().position(|&x| x == p).expect("a request model");
+            if let Some(p) = system.models[m.0]
+                .parent
+                .filter(|_| system.models[m.0].level > 1)
+            {
+                let pn = request_models
+                    .iter()
+                    .position(|&x| x == p)
+                    .expect("a request model");
                 seg.scene[n] = seg.scene[pn];
             }
         }

@@ -102,9 +102,9 @@ impl FrameData {
         let queue = self
             .first_start
             .map_or(Duration::ZERO, |s| s.duration_since(self.received));
-        let classify = self
-            .detect_done
-            .map_or(total.saturating_sub(queue), |d| done.saturating_duration_since(d));
+        let classify = self.detect_done.map_or(total.saturating_sub(queue), |d| {
+            done.saturating_duration_since(d)
+        });
         metrics::histogram!("camdnn_pipeline_seconds", "stage" => "total")
             .record(total.as_secs_f64());
         metrics::histogram!("camdnn_pipeline_seconds", "stage" => "classify")

@@ -5,10 +5,10 @@
 mod actor;
 mod build;
 pub mod clock;
+pub mod config;
 mod effects;
 #[cfg(test)]
 mod equivalence_tests;
-pub mod config;
 mod frame_data;
 pub mod health;
 pub mod models;

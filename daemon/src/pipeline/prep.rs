@@ -11,8 +11,8 @@ use camdnn_policy::ModelId;
 use camdnn_protocol::RejectReason;
 use camdnn_vision::{BBox, Frame, PixelFormat, Preprocessor, RgbImage, Transform};
 
-use super::models::InputPrep;
 use super::actor::Event;
+use super::models::InputPrep;
 
 /// One object's crop for one model.
 #[derive(Debug, Clone, Copy)]

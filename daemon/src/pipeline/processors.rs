@@ -49,7 +49,13 @@ impl Actor {
                     f.inputs.insert(r, tensor);
                     requests.push(r);
                 }
-                self.step(now, FlowEvent::RootReady { frame: id, requests });
+                self.step(
+                    now,
+                    FlowEvent::RootReady {
+                        frame: id,
+                        requests,
+                    },
+                );
             }
             Prepared::Crops {
                 frame,
@@ -91,7 +97,12 @@ impl Actor {
         }
     }
 
-    pub(super) fn batch_done(&mut self, now: f64, batch: BatchId, result: Result<RunReport, EngineError>) {
+    pub(super) fn batch_done(
+        &mut self,
+        now: f64,
+        batch: BatchId,
+        result: Result<RunReport, EngineError>,
+    ) {
         let Some(meta) = self.batches.remove(&batch) else {
             return;
         };
@@ -167,8 +178,12 @@ impl Actor {
             .set(self.flow.cluster().rem_ms(run.proc, self.clock.now_ms()) / 1e3);
         metrics::histogram!("camdnn_processor_busy_seconds", "processor" => pname.to_string())
             .record(report.exec_time().as_secs_f64());
-        metrics::histogram!("camdnn_batch_queue_seconds")
-            .record(report.started.saturating_duration_since(dispatched).as_secs_f64());
+        metrics::histogram!("camdnn_batch_queue_seconds").record(
+            report
+                .started
+                .saturating_duration_since(dispatched)
+                .as_secs_f64(),
+        );
         // Time a batch costs beyond its run: from dispatch (or the worker's
         // previous batch) to its start, and from its end to this thread
         // reading the report (channel hops, waking threads).
@@ -184,14 +199,27 @@ impl Actor {
         }
     }
 
-    pub(super) fn load_done(&mut self, now: f64, i: ModelId, j: ProcId, result: Result<f64, String>) {
+    pub(super) fn load_done(
+        &mut self,
+        now: f64,
+        i: ModelId,
+        j: ProcId,
+        result: Result<f64, String>,
+    ) {
         let v = self.flow.view();
         let (model, proc) = (v.models[i.0].name.clone(), v.processors[j.0].name.clone());
         let ok = match &result {
             Ok(ms) => Ok(Some(*ms)),
             Err(_) => Err(()),
         };
-        self.step(now, FlowEvent::LoadDone { model: i, proc: j, ok });
+        self.step(
+            now,
+            FlowEvent::LoadDone {
+                model: i,
+                proc: j,
+                ok,
+            },
+        );
         match result {
             Ok(_) => {
                 metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => model, "processor" => proc)
@@ -213,4 +241,3 @@ impl Actor {
         self.publish_health();
     }
 }
-

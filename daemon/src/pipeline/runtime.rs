@@ -151,11 +151,7 @@ pub struct Parts {
 }
 
 /// The actor for `parts`, sending to `tx`, and the pipeline's shared state.
-pub(super) fn actor(
-    parts: Parts,
-    tx: mpsc::Sender<Event>,
-) -> anyhow::Result<(Actor, Arc<AtomicUsize>, Arc<AtomicBool>, Arc<WorkEstimate>, Arc<PipelineHealth>)>
-{
+pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Actor, Shared)> {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let drop_queued = Arc::new(AtomicBool::new(false));
     let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
@@ -203,7 +199,21 @@ pub(super) fn actor(
         next_in_order: 0,
         parked: BTreeMap::new(),
     };
-    Ok((actor, in_flight, drop_queued, work, health))
+    let shared = Shared {
+        in_flight,
+        drop_queued,
+        work,
+        health,
+    };
+    Ok((actor, shared))
+}
+
+/// What the pipeline handle shares with its actor.
+pub(super) struct Shared {
+    in_flight: Arc<AtomicUsize>,
+    drop_queued: Arc<AtomicBool>,
+    work: Arc<WorkEstimate>,
+    health: Arc<PipelineHealth>,
 }
 
 /// Starts the scheduler thread and returns the pipeline handle.
@@ -215,7 +225,13 @@ pub fn start(parts: Parts) -> anyhow::Result<Pipeline> {
     // bounded channel would let a worker thread block on the scheduler.
     let (tx, rx) = mpsc::channel();
     let max_in_flight = parts.max_in_flight;
-    let (mut actor, in_flight, drop_queued, work, health) = actor(parts, tx.clone())?;
+    let (mut actor, shared) = actor(parts, tx.clone())?;
+    let Shared {
+        in_flight,
+        drop_queued,
+        work,
+        health,
+    } = shared;
     let thread = std::thread::Builder::new()
         .name("camdnn-scheduler".into())
         .spawn(move || run(&mut actor, rx))

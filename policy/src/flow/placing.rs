@@ -122,12 +122,9 @@ impl<S: SchedulerSlot> FrameFlow<S> {
     pub(super) fn release_held(&mut self, now: f64) {
         self.placer.start_round(&self.view);
         loop {
-            let next = self.placer.next_batch(
-                &self.view,
-                &mut self.cluster,
-                self.sched.get(),
-                now,
-            );
+            let next = self
+                .placer
+                .next_batch(&self.view, &mut self.cluster, self.sched.get(), now);
             match next {
                 None => break,
                 Some(Ok((batch, placement))) => self.placed(now, batch, placement),

@@ -106,7 +106,13 @@ impl<S: SchedulerSlot> FrameFlow<S> {
 
     /// A load finished: a failure takes the pair out of service until its
     /// backed-off retry ([`crate::retry`]).
-    pub(super) fn load_done(&mut self, now: f64, i: ModelId, j: ProcId, ok: Result<Option<f64>, ()>) {
+    pub(super) fn load_done(
+        &mut self,
+        now: f64,
+        i: ModelId,
+        j: ProcId,
+        ok: Result<Option<f64>, ()>,
+    ) {
         match ok {
             Ok(_) => self.retries.succeeded(i, j),
             Err(()) => {

@@ -136,7 +136,6 @@ impl SimConfig {
     }
 }
 
-
 impl SimConfig {
     /// The frame flow's knobs these settings mean (the daemon's config maps
     /// onto the same).
@@ -161,11 +160,13 @@ impl SimConfig {
 
     /// Checks every knob is in range for `system`.
     pub(super) fn validate(&self, system: &crate::System) -> Result<(), SimError> {
-        let bad = |field, value, reason| Err(SimError::Config {
-            field,
-            value,
-            reason,
-        });
+        let bad = |field, value, reason| {
+            Err(SimError::Config {
+                field,
+                value,
+                reason,
+            })
+        };
         if !(self.fps.is_finite() && self.fps > 0.0) {
             return bad("fps", self.fps, "must be a positive number");
         }

@@ -74,12 +74,19 @@ impl<'a> Driver<'a> {
         let name = scheduler.name();
         let mut flow_cfg = cfg.flow_config();
         flow_cfg.log = log;
-        let mut flow = FrameFlow::new(system.clone(), scheduler, cluster, flow_cfg, t0, first_scene)
-            .map_err(|e| SimError::Config {
-                field: e.field,
-                value: e.value,
-                reason: e.reason,
-            })?;
+        let mut flow = FrameFlow::new(
+            system.clone(),
+            scheduler,
+            cluster,
+            flow_cfg,
+            t0,
+            first_scene,
+        )
+        .map_err(|e| SimError::Config {
+            field: e.field,
+            value: e.value,
+            reason: e.reason,
+        })?;
         let n = scenes.len();
         flow.stop_steps_at(t0 + n as f64 * 1000.0 / cfg.fps);
         Ok(Driver {

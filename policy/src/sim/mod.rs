@@ -18,10 +18,10 @@ mod throttle;
 mod trace;
 
 pub use agenda::Agenda;
-pub use driver::frame_scenes;
 pub use config::{DeadlineAdmission, FrameAdmission, SimConfig};
-pub use physics::{SceneObjects, Span, Units};
+pub use driver::frame_scenes;
 pub use measure::{default_deadline_ms, fmt_delay, Accounting, BoundRatio, OfferedDelay};
+pub use physics::{SceneObjects, Span, Units};
 pub use rate::{mean_scene, rate_bound, RateBound, OVERLOAD};
 pub use report::{FrameOutcome, SimError, SimReport};
 pub use throttle::{throttled_board, windowed_goodput, Throttle};
@@ -63,7 +63,15 @@ pub fn simulate_from(
     cluster: Cluster,
     start_ms: f64,
 ) -> Result<SimReport, SimError> {
-    run(system, scheduler, trace, cfg, Some((cluster, start_ms)), false).map(|(r, _)| r)
+    run(
+        system,
+        scheduler,
+        trace,
+        cfg,
+        Some((cluster, start_ms)),
+        false,
+    )
+    .map(|(r, _)| r)
 }
 
 fn run(

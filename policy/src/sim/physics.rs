@@ -30,7 +30,12 @@ pub struct Span {
 
 impl<'a> Units<'a> {
     /// Idle processors from `start_ms`.
-    pub fn new(board: &'a System, throttles: &'a [Throttle], overhead_ms: f64, start_ms: f64) -> Self {
+    pub fn new(
+        board: &'a System,
+        throttles: &'a [Throttle],
+        overhead_ms: f64,
+        start_ms: f64,
+    ) -> Self {
         Units {
             board,
             throttles,
@@ -120,7 +125,9 @@ impl<'a> SceneObjects<'a> {
         for m in system.model_ids() {
             let mut a = m;
             while system.models[a.0].level > 1 {
-                a = system.models[a.0].parent.expect("deeper models have parents");
+                a = system.models[a.0]
+                    .parent
+                    .expect("deeper models have parents");
             }
             ancestor[m.0] = a;
             base[m.0] = base[a.0];
