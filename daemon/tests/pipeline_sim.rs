@@ -218,15 +218,13 @@ fn a_frame_the_server_dropped_brings_the_global_step_forward() {
     assert!((100.0..600_000.0).contains(&at), "stepped at {at} ms");
 }
 
-/// A frame answered past its deadline (none answered late before it) is
-/// the pipeline falling behind without a drop: the stepper brings the
-/// global step forward as for a drop (`Stepper::frame_answered`), long
-/// before the epoch timer's. The frame's detector run stalls 1.5 s (sim
-/// fault) against a 500 ms deadline: it is placed well within the deadline
-/// (a frame still held when its deadline passes is dropped instead) and
-/// answered well after it.
+/// A frame whose deadline passes while its batch runs is answered at its
+/// deadline by the flow's timer (dropped, `deadline_passed`), not when the
+/// run ends, and, as any drop for being behind, brings the global step
+/// forward long before the epoch timer's. The frame's detector run stalls
+/// 1.5 s (sim fault) against a 500 ms deadline.
 #[test]
-fn a_frame_answered_late_brings_the_global_step_forward() {
+fn a_frame_whose_deadline_passes_in_a_stalled_run_is_answered_at_it() {
     let mut cfg = config();
     cfg.pipeline.epoch_ms = 600_000.0;
     cfg.pipeline.drop_step_gap_ms = 100.0;
@@ -250,12 +248,13 @@ fn a_frame_answered_late_brings_the_global_step_forward() {
     f.deadline = Some(camdnn_protocol::Deadline::RelativeUs(500_000));
     let submitted = Instant::now();
     match submit(&built.pipeline, f).blocking_recv().unwrap() {
-        Outcome::Done(_) => {}
-        other => panic!("expected a late answer, got {other:?}"),
+        Outcome::Dropped(DropReason::DeadlinePassed) => {}
+        other => panic!("expected a drop at the deadline, got {other:?}"),
     }
     let took = submitted.elapsed();
-    assert!(took > Duration::from_millis(500), "on time: {took:?}");
-    wait_for("no global step after a late answer", || {
+    assert!(took >= Duration::from_millis(500), "before its deadline: {took:?}");
+    assert!(took < Duration::from_millis(1500), "only when the run ended: {took:?}");
+    wait_for("no global step after a drop at the deadline", || {
         !steps.lock().unwrap().is_empty()
     });
     built.pipeline.shutdown();

@@ -207,6 +207,30 @@ fn deadlines_drop_frames_before_they_reach_the_processor() {
     server.shutdown();
 }
 
+/// A stalled processor moves nothing in the admission table: a frame that
+/// waits is answered at its deadline all the same, long before the stalled
+/// frame comes back.
+#[test]
+fn a_waiting_frame_is_answered_at_its_deadline_while_the_processor_is_stalled() {
+    let p = FakeProcessor::new(Some(Duration::from_secs(10)), 1);
+    let server = TestServer::start(cfg(), p.clone());
+    let mut raw = raw::Raw::connect(&server.socket);
+    raw.send_frame(&frame(2, 0)); // stalls the processor for 10 s
+    let mut waiting = frame(3, 0);
+    waiting.deadline = Some(Deadline::RelativeUs(100_000));
+    raw.send_frame(&waiting);
+    // Raw's read timeout (20 s) is past the stall: the first answer is
+    // the waiting frame's drop only if a timer sent it.
+    match raw.recv() {
+        ServerMessage::Dropped(d) => {
+            assert_eq!((d.stream_id, d.reason), (3, DropReason::DeadlinePassed));
+        }
+        other => panic!("expected the waiting frame's drop first, got {other:?}"),
+    }
+    assert_eq!(p.submitted.load(Ordering::SeqCst), 1, "it was never submitted");
+    server.shutdown();
+}
+
 #[test]
 fn priority_decides_which_waiting_frame_goes_first() {
     let p = FakeProcessor::new(Some(Duration::from_millis(300)), 1);

@@ -11,7 +11,6 @@ use camdnn_policy::ModelId;
 use camdnn_protocol::RejectReason;
 use camdnn_vision::{BBox, Frame, PixelFormat, Preprocessor, RgbImage, Transform};
 
-use super::actor::Event;
 use super::models::InputPrep;
 
 /// One object's crop for one model.
@@ -98,15 +97,20 @@ pub struct PrepPool {
 
 impl PrepPool {
     /// Starts `n` threads that prepare inputs for `inputs` (by model id) and
-    /// report to `events`.
-    pub fn start(n: usize, inputs: Arc<Vec<InputPrep>>, events: mpsc::Sender<Event>) -> Self {
+    /// hand each result with its ticket to `done`, which says whether its
+    /// receiver is still there (a thread ends when it is not).
+    pub fn start(
+        n: usize,
+        inputs: Arc<Vec<InputPrep>>,
+        done: impl Fn(u64, Prepared) -> bool + Clone + Send + 'static,
+    ) -> Self {
         // Unbounded, bounded by the scheduler thread, its only sender: at most
         // one job per admitted frame and per detector/crop step of it.
         let (tx, rx) = mpsc::channel::<(u64, Job)>();
         let rx = Arc::new(Mutex::new(rx));
         let threads = (0..n.max(1))
             .map(|t| {
-                let (rx, inputs, events) = (Arc::clone(&rx), Arc::clone(&inputs), events.clone());
+                let (rx, inputs, done) = (Arc::clone(&rx), Arc::clone(&inputs), done.clone());
                 std::thread::Builder::new()
                     .name(format!("camdnn-prep-{t}"))
                     .spawn(move || {
@@ -118,7 +122,7 @@ impl PrepPool {
                             };
                             let Ok((ticket, job)) = job else { return };
                             let out = run_job(&mut pre, &inputs, job);
-                            if events.send(Event::Prepared(ticket, out)).is_err() {
+                            if !done(ticket, out) {
                                 return;
                             }
                         }

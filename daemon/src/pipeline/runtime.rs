@@ -155,7 +155,10 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
     let in_flight = Arc::new(AtomicUsize::new(0));
     let drop_queued = Arc::new(AtomicBool::new(false));
     let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
-    let prep = PrepPool::start(parts.prep_threads, inputs, tx.clone());
+    let prepared = tx.clone();
+    let prep = PrepPool::start(parts.prep_threads, inputs, move |ticket, out| {
+        prepared.send(Event::Prepared(ticket, out)).is_ok()
+    });
     let upstream: Vec<bool> = parts
         .models
         .iter()
@@ -192,7 +195,10 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         adapt_profile_out: parts.adapt_profile_out,
         tx: tx.clone(),
         prep,
-        step_thread: StepThread::start(tx),
+        step_thread: StepThread::start({
+            let tx = tx.clone();
+            move |ticket, step| tx.send(Event::StepComputed(ticket, step)).is_ok()
+        }),
         in_flight: Arc::clone(&in_flight),
         drop_queued: Arc::clone(&drop_queued),
         next_ticket: 0,

@@ -170,6 +170,11 @@ impl<R> Admission<R> {
         Offer::Queued
     }
 
+    /// The earliest deadline of a waiting frame.
+    pub fn earliest_deadline(&self) -> Option<Instant> {
+        self.pending.values().filter_map(|e| e.waiting.deadline).min()
+    }
+
     /// The next frame to submit or expire, given the processor's current
     /// in-flight limit; `None` when nothing can move now.
     pub fn next(&mut self, now: Instant, max_in_flight: usize) -> Option<Next<R>> {

@@ -2,6 +2,7 @@
 //! frame processor, awaits their outcomes and runs the drain.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -113,6 +114,11 @@ pub(crate) struct Dispatch {
     processor: RwLock<Arc<dyn FrameProcessor>>,
     phase: watch::Sender<Phase>,
     idle: Notify,
+    /// A waiting frame with a deadline was queued (the deadline timer
+    /// looks again at the earliest).
+    deadline_added: Notify,
+    /// Whether the deadline timer runs.
+    deadline_timer: AtomicBool,
 }
 
 impl Dispatch {
@@ -127,6 +133,8 @@ impl Dispatch {
             processor: RwLock::new(processor),
             phase: watch::channel(Phase::Running).0,
             idle: Notify::new(),
+            deadline_added: Notify::new(),
+            deadline_timer: AtomicBool::new(false),
         }
     }
 
@@ -185,7 +193,8 @@ impl Dispatch {
     }
 
     /// Takes in a valid frame within its stream's window: answers it at once
-    /// when its deadline has already passed, else queues it for admission.
+    /// when its deadline has already passed, else queues it for admission
+    /// and, when it has a deadline, answers it then if it still waits.
     pub async fn offer(self: &Arc<Self>, mut frame: Frame, reply: Reply, default_priority: u8) {
         let deadline = deadline_instant(frame.deadline, reply.received);
         if deadline.is_some_and(|d| d <= Instant::now()) {
@@ -211,7 +220,12 @@ impl Dispatch {
             self.processor().frame_dropped();
         }
         match offer {
-            Offer::Queued => {}
+            Offer::Queued => {
+                if deadline.is_some() {
+                    self.watch_deadlines();
+                    self.deadline_added.notify_one();
+                }
+            }
             Offer::Superseded(old) => {
                 old.reply
                     .answer(Outcome::Dropped(DropReason::Superseded), None)
@@ -229,6 +243,30 @@ impl Dispatch {
             }
         }
         self.pump();
+    }
+
+    /// Starts, once, the task that answers each waiting frame at its
+    /// deadline: while the processor is stalled nothing else moves the
+    /// table (a frame admitted meanwhile is the pipeline's own deadline
+    /// timer's).
+    fn watch_deadlines(self: &Arc<Self>) {
+        if self.deadline_timer.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let added = this.deadline_added.notified();
+                let earliest = this.table().earliest_deadline();
+                match earliest {
+                    Some(d) => tokio::select! {
+                        _ = tokio::time::sleep_until(d.into()) => this.pump(),
+                        _ = added => {}
+                    },
+                    None => added.await,
+                }
+            }
+        });
     }
 
     /// Moves pending frames into the processor while it has room.
