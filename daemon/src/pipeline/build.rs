@@ -253,6 +253,7 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
                 p.scheduler
             );
         }
+        tracing::info!(scheduler = %p.scheduler, "scheduler: the baseline named by pipeline.scheduler (no global step of camdnn's)");
         return by_name(system, &p.scheduler, p.wait_ms).ok_or_else(|| {
             anyhow::anyhow!(
                 "pipeline.scheduler = {:?} is not a scheduler; use \"camdnn\" or one of {}",
@@ -262,6 +263,9 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
         });
     }
     let Some(files) = &p.policy else {
+        tracing::info!(
+            "scheduler: camdnn; its global step runs the greedy planner (no pipeline.policy)"
+        );
         return Ok(Box::new(Camdnn::new(GreedyPlanner::default(), p.wait_ms)));
     };
     let onnx_path = cfg.resolve(&files.onnx);
@@ -287,6 +291,7 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
             "the learned policy was trained on another measurement of this board (timings up to this factor apart); retrain it with scripts/train_policy.sh for this profile"
         );
     }
+    tracing::info!(policy = %onnx_path.display(), "scheduler: camdnn; its global step runs the learned policy (pipeline.policy)");
     Ok(Box::new(Camdnn::new(policy, p.wait_ms)))
 }
 
