@@ -289,9 +289,9 @@ impl ServerMessage {
     }
 
     /// As [`ServerMessage::encode`], in protocol `version` (the one the handshake chose, 1
-    /// before it): fields the version lacks are left out (`Result::objects_dropped` in version
-    /// 1) and an `Error` code or a `Rejected` reason it lacks is sent as its stand-in
-    /// ([`crate::ErrorCode::for_version`], [`crate::RejectReason::for_version`]).
+    /// before it): fields the version lacks are left out (`Result::objects_dropped` in
+    /// version 1), and an `Error` code or a `Rejected` reason it lacks is sent as its
+    /// stand-in ([`crate::ErrorCode::for_version`], [`crate::RejectReason::for_version`]).
     pub fn encode_version(
         &self,
         dst: &mut BytesMut,
