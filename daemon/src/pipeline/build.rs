@@ -186,6 +186,7 @@ pub fn start_with(
         (None, None) => None,
     };
     let mut scheduler = wrap(scheduler(cfg, &system)?);
+    log_scheduler(cfg);
     scheduler.set_admission(frame_admission(drop_behind, p.max_in_flight));
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
@@ -253,7 +254,6 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
                 p.scheduler
             );
         }
-        tracing::info!(scheduler = %p.scheduler, "scheduler: the baseline named by pipeline.scheduler (no global step of camdnn's)");
         return by_name(system, &p.scheduler, p.wait_ms).ok_or_else(|| {
             anyhow::anyhow!(
                 "pipeline.scheduler = {:?} is not a scheduler; use \"camdnn\" or one of {}",
@@ -263,9 +263,6 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
         });
     }
     let Some(files) = &p.policy else {
-        tracing::info!(
-            "scheduler: camdnn; its global step runs the greedy planner (no pipeline.policy)"
-        );
         return Ok(Box::new(Camdnn::new(GreedyPlanner::default(), p.wait_ms)));
     };
     let onnx_path = cfg.resolve(&files.onnx);
@@ -291,8 +288,25 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
             "the learned policy was trained on another measurement of this board (timings up to this factor apart); retrain it with scripts/train_policy.sh for this profile"
         );
     }
-    tracing::info!(policy = %onnx_path.display(), "scheduler: camdnn; its global step runs the learned policy (pipeline.policy)");
     Ok(Box::new(Camdnn::new(policy, p.wait_ms)))
+}
+
+/// Says which scheduler the pipeline runs and what its global step plans with.
+fn log_scheduler(cfg: &DaemonConfig) {
+    let p = &cfg.pipeline;
+    match (&p.policy, p.scheduler.as_str()) {
+        (_, name) if name != "camdnn" => tracing::info!(
+            scheduler = name,
+            "scheduler: the baseline named by pipeline.scheduler (no camdnn global step)"
+        ),
+        (None, _) => tracing::info!(
+            "scheduler: camdnn; its global step runs the greedy planner (no pipeline.policy)"
+        ),
+        (Some(files), _) => tracing::info!(
+            policy = %cfg.resolve(&files.onnx).display(),
+            "scheduler: camdnn; its global step runs the learned policy (pipeline.policy)"
+        ),
+    }
 }
 
 /// For tools that measure a new profile (`profile`, `bench --profile-now`),
