@@ -40,8 +40,8 @@ pub struct Args {
     /// The daemon's socket.
     #[arg(long, default_value = "/run/camdnn/camdnnd.sock")]
     pub socket: PathBuf,
-    /// A folder of images, sent in name order: `.jpg`/`.jpeg` as JPEG, `.png` and binary
-    /// `.ppm` as RGB24. Other image files are reported and skipped; files that are not images
+    /// A folder of images, sent in name order, each after the previous answer (no faster than
+    /// --fps): `.jpg`/`.jpeg` as JPEG, `.png` and binary `.ppm` as RGB24. Other image files are reported and skipped; files that are not images
     /// are counted in the summary.
     #[arg(long, conflicts_with_all = ["trace", "synthetic", "video"])]
     pub images: Option<PathBuf>,
@@ -154,6 +154,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         pending: HashMap::new(),
         tally: Tally::default(),
     };
+    // A folder of photos is sent one at a time, each after the previous answer (and no faster
+    // than --fps), so a slow pipeline answers every photo rather than the newest; a video or
+    // synthetic stream is paced like a camera.
+    let one_at_a_time = args.images.is_some();
     let start = Instant::now();
     let mut seq = 0u64;
     for item in listing.items {
@@ -164,6 +168,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 continue;
             }
         };
+        if one_at_a_time {
+            drain_all(&mut client, &mut sink)?;
+        }
         if let Some(p) = period {
             drain_until(&mut client, &mut sink, start + p.mul_f64(seq as f64))?;
         }
@@ -264,6 +271,7 @@ impl Sink<'_> {
         };
         let pending = seq.and_then(|s| self.pending.remove(&s));
         let label = pending.as_ref().map_or("?", |p| p.label.as_str());
+        let mut drawn = None;
         match m {
             ServerMessage::Result(r) => {
                 self.tally.results += 1;
@@ -274,9 +282,7 @@ impl Sink<'_> {
                     let path = annotate::write(dir, src, r)
                         .with_context(|| format!("drawing the answer for {label}"))?;
                     self.tally.annotated += 1;
-                    if self.args.format == Format::Text && !self.args.quiet {
-                        writeln!(self.out, "{label}: drawn in {}", path.display())?;
-                    }
+                    drawn = Some(path);
                 }
             }
             ServerMessage::Dropped(d) => {
@@ -298,9 +304,22 @@ impl Sink<'_> {
                 Format::Json => writeln!(self.out, "{}", answer::json(m, label))?,
                 Format::Text => write!(self.out, "{}", answer::text(m, label))?,
             }
+            if let (Format::Text, Some(path)) = (self.args.format, &drawn) {
+                writeln!(self.out, "  drawn in {}", path.display())?;
+            }
         }
         Ok(())
     }
+}
+
+/// Prints answers until none of the stream's frames is in flight.
+fn drain_all(c: &mut Client, sink: &mut Sink<'_>) -> anyhow::Result<()> {
+    c.stream().set_read_timeout(None)?;
+    while c.in_flight(sink.args.stream) > 0 {
+        let m = c.recv()?;
+        sink.answer(&m)?;
+    }
+    Ok(())
 }
 
 /// Prints answers that arrive before `due`.
