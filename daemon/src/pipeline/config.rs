@@ -852,6 +852,31 @@ output = { kind = "topk" }
 "#;
 
     #[test]
+    fn bad_face_settings_are_refused_naming_the_field() {
+        let pose = |face: &str| {
+            format!(
+                "[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n\
+                 [[model]]\nname = \"pose\"\npath = \"m.onnx\"\nparent = \"det\"\n\
+                 input = {{ width = 192, height = 192, crop = \"fit\", norm = {{}} }}\n\
+                 output = {{ kind = \"movenet\", face = {{ {face} }} }}\n"
+            )
+        };
+        let ok = parse(&pose("")).unwrap();
+        let OutputSpec::Movenet { face: Some(f) } = &ok.models[1].output else {
+            panic!("movenet with a face")
+        };
+        assert_eq!((f.min_score, f.margin, f.min_side), (0.3, 0.2, 48.0));
+        for (face, field) in [
+            ("min_side = 0.5", "output.face.min_side = 0.5"),
+            ("min_score = 1.5", "output.face.min_score = 1.5"),
+            ("margin = -1.0", "output.face.margin = -1"),
+        ] {
+            let e = err(&pose(face));
+            assert!(e.contains(field) && e.contains("\"pose\""), "{face}: {e}");
+        }
+    }
+
+    #[test]
     fn an_upstream_detector_has_no_file_and_no_input() {
         let cfg = parse(&format!(
             "[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n{CLASSIFIER}"
