@@ -15,7 +15,11 @@ cd "$(dirname "$0")/.."
 profile=release; dir=release
 if [ "${1:-}" = "--dev" ]; then profile=dev; dir=debug; fi
 scripts/cross_build.sh "--$profile"
-cargo build -q --profile "$profile" -p camdnn-daemon --bin camdnnd
+if [ "$profile" = dev ]; then
+  cargo test -q --workspace --no-run   # the test build's camdnnd, as scripts/test.sh makes it
+else
+  cargo build -q --release -p camdnn-daemon
+fi
 python3 scripts/smoke_aarch64.py real \
   --binary "target/aarch64-unknown-linux-gnu/$dir/camdnnd" --host-binary "target/$dir/camdnnd" \
   --ort-aarch64 .cross/onnxruntime-aarch64/libonnxruntime.so.1.31.1

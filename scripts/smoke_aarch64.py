@@ -65,16 +65,43 @@ def elf_machine(path):
     return int.from_bytes(head[18:20], "little")
 
 
-def command_for(binary):
-    """How to run `binary` on this host: aarch64 ones under qemu-aarch64."""
+def arm_cpuinfo(path):
+    """Writes an aarch64 /proc/cpuinfo for this host's cores (Neoverse N1, the -cpu we
+    emulate) to `path`."""
+    lines = []
+    for i in range(os.cpu_count() or 1):
+        lines += [f"processor\t: {i}", "BogoMIPS\t: 50.00",
+                  "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp "
+                  "asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs",
+                  "CPU implementer\t: 0x41", "CPU architecture: 8", "CPU variant\t: 0x4",
+                  "CPU part\t: 0xd0c", "CPU revision\t: 1", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def command_for(binary, workdir, arm_proc_cpuinfo=False):
+    """How to run `binary` on this host: aarch64 ones under qemu-aarch64, emulating a
+    Neoverse N1 (Armv8.2 with dot product and fp16, as the RB5's Cortex-A77-class cores).
+    `arm_proc_cpuinfo`: in a private mount namespace whose /proc/cpuinfo describes that
+    CPU; qemu 7.2 shows the host's x86 one, on which ONNX Runtime's cpuinfo library
+    crashes (SIGSEGV) while loading. Needs root."""
     machine = elf_machine(binary)
-    if machine == 183:
-        if not os.path.isdir(SYSROOT):
-            raise SmokeError(f"{SYSROOT} is missing; run scripts/setup_cross.sh")
-        return ["qemu-aarch64", "-L", SYSROOT, binary]
     if machine == 62:
         return [binary]
-    raise SmokeError(f"{binary}: unexpected ELF machine {machine}")
+    if machine != 183:
+        raise SmokeError(f"{binary}: unexpected ELF machine {machine}")
+    if not os.path.isdir(SYSROOT):
+        raise SmokeError(f"{SYSROOT} is missing; run scripts/setup_cross.sh")
+    qemu = ["qemu-aarch64", "-cpu", "neoverse-n1", "-L", SYSROOT, binary]
+    if not arm_proc_cpuinfo:
+        return qemu
+    if os.geteuid() != 0:
+        raise SmokeError("ONNX Runtime under qemu-aarch64 needs an aarch64 /proc/cpuinfo, "
+                         "bind-mounted in a private mount namespace: run as root")
+    cpuinfo = os.path.join(workdir, "cpuinfo")
+    arm_cpuinfo(cpuinfo)
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /proc/cpuinfo && exec "$@"', cpuinfo, *qemu]
 
 
 def rewrite(text, replacements):
@@ -154,7 +181,7 @@ def one_processor_config(engine, socket_path, metrics):
 class Daemon:
     """`camdnnd serve` (native or emulated) on a config in a fresh temporary folder."""
 
-    def __init__(self, binary, make_config, env=None):
+    def __init__(self, binary, make_config, env=None, arm_proc_cpuinfo=False):
         self.dir = tempfile.TemporaryDirectory(prefix="camdnn-smoke-")
         self.socket = os.path.join(self.dir.name, "camdnnd.sock")
         self.metrics = f"127.0.0.1:{free_port()}"
@@ -165,14 +192,16 @@ class Daemon:
         self.binary = binary
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                command_for(binary) + ["serve", "--config", self.config],
+                command_for(binary, self.dir.name, arm_proc_cpuinfo)
+                + ["serve", "--config", self.config],
                 stdout=subprocess.DEVNULL, stderr=log,
                 env={**os.environ, "CAMDNN_LOG": "info", **(env or {})})
         self.started = time.monotonic()
         try:
             while not (self.get("/health/ready")[0] == 200 and os.path.exists(self.socket)):
                 if self.proc.poll() is not None:
-                    raise SmokeError(f"camdnnd exited early ({self.proc.returncode})")
+                    raise SmokeError(f"camdnnd exited early ({self.proc.returncode}); "
+                                     f"its log:\n{self.log()}")
                 if time.monotonic() - self.started > READY_TIMEOUT_S:
                     raise SmokeError(f"camdnnd not ready after {READY_TIMEOUT_S} s")
                 time.sleep(0.2)
@@ -213,8 +242,8 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def serving(binary, make_config, env=None):
-    d = Daemon(binary, make_config, env)
+def serving(binary, make_config, env=None, arm_proc_cpuinfo=False):
+    d = Daemon(binary, make_config, env, arm_proc_cpuinfo)
     try:
         yield d
     except BaseException:
@@ -317,7 +346,8 @@ def drain_with_frames_in_flight(d):
 def answers_on(binary, host_binary, engine, photos, env):
     """The street graph's answers to `photos` from `binary` on its `engine` processor."""
     t0 = time.monotonic()
-    with serving(binary, lambda s, m: one_processor_config(engine, s, m), env) as d:
+    with serving(binary, lambda s, m: one_processor_config(engine, s, m), env,
+                 arm_proc_cpuinfo=engine == "ort") as d:
         ready = time.monotonic() - t0
         lines = feed(host_binary, d, ["--images", photos])
         check(len(lines) == len(PHOTOS), f"{len(lines)} answers for {len(PHOTOS)} photos")
@@ -390,7 +420,7 @@ def run_real(binary, host_binary, ort_aarch64):
         got, ready_arm, served_arm = answers_on(binary, host_binary, engine, photos, env)
         worst = compare(ref, got, engine)
         summary = {
-            "engine": engine, "photos": list(PHOTOS),
+            "engine": engine, "photos": sorted(PHOTOS),
             "objects": [len(a["objects"]) for a in ref],
             "numbers_compared": sum(len(numbers(a)) for a in ref),
             "max_relative_difference": worst, "tolerance": TOLERANCE,

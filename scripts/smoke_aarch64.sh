@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/cross_build.sh --dev
-cargo build -q -p camdnn-daemon --bin camdnnd
+# This host's camdnnd (the feeder) as `cargo test --workspace` builds it: a build of
+# the daemon alone would resolve other features and rebuild the dependencies.
+cargo test -q --workspace --no-run
 python3 scripts/smoke_aarch64.py sim \
   --binary target/aarch64-unknown-linux-gnu/debug/camdnnd --host-binary target/debug/camdnnd
