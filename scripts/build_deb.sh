@@ -101,19 +101,19 @@ camdnn_package() {
   if [ "$DEV" = 1 ] && [ "$arch" = amd64 ]; then
     # as `cargo test --workspace` builds it (the daemon alone resolves other features)
     cargo test -q --workspace --no-run
-    cargo deb -q -p camdnn-daemon --no-build --profile dev --fast --output "$OUT/camdnn_dev_amd64.deb"
+    cargo deb -q -p camdnn-daemon --no-build --profile dev --fast --output "$OUT/camdnn_dev_amd64.deb" >&2
     echo "$OUT/camdnn_dev_amd64.deb"
     return
   fi
   if [ "$DEV" = 1 ]; then
     scripts/cross_build.sh --dev --target "${triple%%-*}" >&2
     cargo deb -q -p camdnn-daemon --no-build --profile dev --fast --target "$triple" \
-      --output "$OUT/camdnn_dev_$arch.deb"
+      --output "$OUT/camdnn_dev_$arch.deb" >&2
     echo "$OUT/camdnn_dev_$arch.deb"
     return
   fi
   scripts/cross_build.sh --target "${triple%%-*}" >&2
-  cargo deb -q -p camdnn-daemon --no-build --target "$triple" --output "$OUT/"
+  cargo deb -q -p camdnn-daemon --no-build --target "$triple" --output "$OUT/" >&2
   ls -t "$OUT"/camdnn_*_"$arch".deb | head -n1
 }
 
