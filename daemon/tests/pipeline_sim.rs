@@ -313,9 +313,9 @@ fn thread_names() -> Vec<String> {
         .collect()
 }
 
-/// Issue 14: the last reference to a replaced pipeline was dropped inside a
-/// tokio task, which joined worker threads that unload every model. Now a
-/// drop returns at once, even inside the runtime with a worker stuck in a
+/// The last reference to a replaced pipeline may be dropped inside a tokio
+/// task, and joining worker threads that unload every model must not block
+/// it: a drop returns at once, even inside the runtime with a worker stuck in a
 /// long run: the frame is answered and the joins happen on the
 /// `camdnn-teardown` thread, which is still waiting for that worker.
 #[test]
@@ -365,8 +365,9 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
     );
 }
 
-/// Issue 14: readiness was set once and never cleared, so a pipeline whose
-/// scheduler thread had ended still reported ready (and fed the watchdog).
+/// Readiness follows the scheduler thread: a pipeline whose scheduler
+/// thread has ended reports neither ready nor alive (and stops feeding the
+/// watchdog).
 #[test]
 fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
     let built = pipeline::start(&config()).unwrap();

@@ -246,7 +246,7 @@ sys.path.insert(0, sys.argv[2])
 from camdnn_client import Client
 counts = {"result": 0, "dropped": 0, "objects": 0}
 with Client(sys.argv[1], "python-e2e", timeout=60) as c:
-    assert c.welcome["version"] == 2
+    assert c.welcome["version"] == 3
     for seq in range(20):
         c.send_frame(stream_id=40, seq=seq, capture_ts_us=0, width=32, height=32,
                      pixel_format="rgb24", payload=bytes(32 * 32 * 3),
@@ -611,9 +611,9 @@ fn occurrences(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-/// Issue 14: the "needs restart" warnings compared with the last config
-/// read (a second reload of the same change said nothing, although the
-/// change was still not in effect) and were printed for reloads that failed.
+/// The "needs restart" warnings compare with the config running (a second
+/// reload of the same change names it again while it is not in effect) and
+/// follow applied reloads only (none for a reload that failed).
 #[test]
 fn restart_warnings_compare_with_the_running_config_and_follow_applied_reloads_only() {
     let d = Daemon::start();
@@ -661,7 +661,7 @@ fn metric_sum(d: &Daemon, name: &str) -> f64 {
         .sum()
 }
 
-/// Issue 14, chaos: under steady load from two clients, an engine panics
+/// Chaos: under steady load from two clients, an engine panics
 /// (its worker restarts and reloads its models), the reload of the model
 /// that panicked fails five times (the pair is out of service with
 /// backed-off retries and /health/ready says why), a SIGHUP changes the

@@ -33,9 +33,9 @@ fn sim_spec() -> SimModelSpec {
     }
 }
 
-/// Issue 14: an engine that panicked left the worker answering NotLoaded
-/// while its owner believed the model resident, with no sign of the panic.
-/// Now the panic is reported as such, the worker restarts empty (every model
+/// An engine that panics must not leave the worker answering NotLoaded
+/// while its owner believes the model resident, with no sign of the panic:
+/// the panic is reported as such, the worker restarts empty (every model
 /// dropped) and serves on, and injected load failures are plain errors.
 #[test]
 fn an_engine_panic_restarts_the_worker_empty_and_it_serves_on() {

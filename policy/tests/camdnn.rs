@@ -257,7 +257,7 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
 /// With real-time dropping in two stages and steps brought forward by drops
 /// (about one a second here), the record of the choices that load trailed
 /// and kept them out (0.580) until a large replayed gain could override it
-/// (`RECORD_OVERRIDE`): 0.809 (docs/suite.md).
+/// (`RECORD_OVERRIDE`): 0.809 (docs/decisions.md).
 #[test]
 fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
     let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, timer_steps());

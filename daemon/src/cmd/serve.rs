@@ -330,8 +330,9 @@ mod tests {
         cfg
     }
 
-    /// Issue 14: the warnings compared with the last file read, so a second
-    /// reload of the same file said nothing although the socket had not moved.
+    /// The warnings compare with the config running, not the last file
+    /// read: a second reload of the same file still names a socket change
+    /// that has not taken effect.
     #[test]
     fn restart_only_changes_are_measured_against_the_running_config() {
         let started = config("/run/a.sock", 4, 64);

@@ -498,7 +498,7 @@ mod tests {
         out
     }
 
-    /// Issue 14: one connection with 64 streams pushed a well-behaved
+    /// One connection with 64 streams must not push a well-behaved
     /// client's latency from 14 ms to seconds. The bound (operations guide):
     /// while a frame of cost c_L waits, another connection with frames of
     /// cost c_X gets at most 1 + ceil(c_L / c_X) frames admitted ahead of it.
