@@ -252,8 +252,14 @@ fn a_frame_whose_deadline_passes_in_a_stalled_run_is_answered_at_it() {
         other => panic!("expected a drop at the deadline, got {other:?}"),
     }
     let took = submitted.elapsed();
-    assert!(took >= Duration::from_millis(500), "before its deadline: {took:?}");
-    assert!(took < Duration::from_millis(1500), "only when the run ended: {took:?}");
+    assert!(
+        took >= Duration::from_millis(500),
+        "before its deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(1500),
+        "only when the run ended: {took:?}"
+    );
     wait_for("no global step after a drop at the deadline", || {
         !steps.lock().unwrap().is_empty()
     });

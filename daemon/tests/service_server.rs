@@ -227,7 +227,11 @@ fn a_waiting_frame_is_answered_at_its_deadline_while_the_processor_is_stalled() 
         }
         other => panic!("expected the waiting frame's drop first, got {other:?}"),
     }
-    assert_eq!(p.submitted.load(Ordering::SeqCst), 1, "it was never submitted");
+    assert_eq!(
+        p.submitted.load(Ordering::SeqCst),
+        1,
+        "it was never submitted"
+    );
     server.shutdown();
 }
 

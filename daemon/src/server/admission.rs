@@ -172,7 +172,10 @@ impl<R> Admission<R> {
 
     /// The earliest deadline of a waiting frame.
     pub fn earliest_deadline(&self) -> Option<Instant> {
-        self.pending.values().filter_map(|e| e.waiting.deadline).min()
+        self.pending
+            .values()
+            .filter_map(|e| e.waiting.deadline)
+            .min()
     }
 
     /// The next frame to submit or expire, given the processor's current

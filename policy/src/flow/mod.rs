@@ -200,7 +200,13 @@ impl<S: SchedulerSlot> FrameFlow<S> {
     /// effects are in [`FrameFlow::take_effects`].
     pub fn handle(&mut self, now: f64, event: Event) {
         self.now_ms = self.now_ms.max(now);
-        self.fire_timers(now);
+        // A frame comes before the timers due at its arrival (a step at
+        // that instant counts it); timers due earlier fire first.
+        if matches!(event, Event::FrameIn(_)) {
+            self.fire_timers(now.next_down());
+        } else {
+            self.fire_timers(now);
+        }
         match event {
             Event::Tick => {}
             Event::FrameIn(f) => self.frame_in(now, f),

@@ -230,65 +230,75 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Carries out the flow's effects at `now`.
+    /// Carries out the flow's effects at `now`, and those that carrying
+    /// them out brings (a waiting frame let in when one is answered).
     fn carry_out(&mut self, now: f64) -> Result<(), SimError> {
-        let effects: Vec<Effect> = self.flow.take_effects().collect();
-        for e in effects {
-            match e {
-                Effect::PrepareRoot(frame) => {
-                    let requests = root_requests(self.system, self.cfg.root_items);
-                    self.roots_left[frame.0 as usize] = requests.len() as u32;
-                    let ev = Event::RootReady { frame, requests };
-                    self.deliver(now, now + self.cfg.frame_prep_ms, ev);
-                }
-                Effect::Prepare { frame, requests } => {
-                    let (ms, threads) = (self.cfg.crop_ms, self.cfg.crop_threads);
-                    for (t, ready) in crop_waves(now, requests, ms, threads) {
-                        let ev = Event::Prepared {
-                            frame,
-                            ready,
-                            failed: Vec::new(),
-                        };
-                        self.deliver(now, t, ev);
-                    }
-                }
-                Effect::Unload { .. } => {}
-                Effect::Load { model, proc } => {
-                    let span = self.units.load(now, model, proc);
-                    self.last_load[proc.0] = Some(span);
-                    let ev = Event::LoadDone {
-                        model,
-                        proc,
-                        ok: Ok(Some(span.finish_ms - span.start_ms)),
+        loop {
+            let effects: Vec<Effect> = self.flow.take_effects().collect();
+            if effects.is_empty() {
+                return Ok(());
+            }
+            for e in effects {
+                self.carry_out_one(now, e)?;
+            }
+        }
+    }
+
+    fn carry_out_one(&mut self, now: f64, e: Effect) -> Result<(), SimError> {
+        match e {
+            Effect::PrepareRoot(frame) => {
+                let requests = root_requests(self.system, self.cfg.root_items);
+                self.roots_left[frame.0 as usize] = requests.len() as u32;
+                let ev = Event::RootReady { frame, requests };
+                self.deliver(now, now + self.cfg.frame_prep_ms, ev);
+            }
+            Effect::Prepare { frame, requests } => {
+                let (ms, threads) = (self.cfg.crop_ms, self.cfg.crop_threads);
+                for (t, ready) in crop_waves(now, requests, ms, threads) {
+                    let ev = Event::Prepared {
+                        frame,
+                        ready,
+                        failed: Vec::new(),
                     };
-                    self.push(span.finish_ms, Due::Flow(ev));
+                    self.deliver(now, t, ev);
                 }
-                Effect::Run(run) => self.run_batch(now, run),
-                Effect::StartStep(step) => {
-                    let ev = Event::StepComputed(step);
-                    self.deliver(now, now + self.cfg.step_cost_ms, ev);
+            }
+            Effect::Unload { .. } => {}
+            Effect::Load { model, proc } => {
+                let span = self.units.load(now, model, proc);
+                self.last_load[proc.0] = Some(span);
+                let ev = Event::LoadDone {
+                    model,
+                    proc,
+                    ok: Ok(Some(span.finish_ms - span.start_ms)),
+                };
+                self.push(span.finish_ms, Due::Flow(ev));
+            }
+            Effect::Run(run) => self.run_batch(now, run),
+            Effect::StartStep(step) => {
+                let ev = Event::StepComputed(step);
+                self.deliver(now, now + self.cfg.step_cost_ms, ev);
+            }
+            Effect::Answer { frame, .. } => {
+                let o = &mut self.report.frames[frame.0 as usize];
+                o.delay_ms = Some(now - o.arrival_ms);
+                self.report.duration_ms = self.report.duration_ms.max(now);
+                self.left(now);
+            }
+            Effect::Drop { frame, cause } => {
+                if cause == DropCause::NoHost {
+                    let model = self.flow.stats().no_host.map_or(0, |m| m.0);
+                    return Err(SimError::NoHost {
+                        scheduler: self.report.scheduler.clone(),
+                        model: self.system.models[model].name.clone(),
+                    });
                 }
-                Effect::Answer { frame, .. } => {
-                    let o = &mut self.report.frames[frame.0 as usize];
-                    o.delay_ms = Some(now - o.arrival_ms);
+                if cause == DropCause::BehindAtFanOut {
+                    // Its detector's work counts in the run's span.
                     self.report.duration_ms = self.report.duration_ms.max(now);
-                    self.left(now);
                 }
-                Effect::Drop { frame, cause } => {
-                    if cause == DropCause::NoHost {
-                        let model = self.flow.stats().no_host.map_or(0, |m| m.0);
-                        return Err(SimError::NoHost {
-                            scheduler: self.report.scheduler.clone(),
-                            model: self.system.models[model].name.clone(),
-                        });
-                    }
-                    if cause == DropCause::BehindAtFanOut {
-                        // Its detector's work counts in the run's span.
-                        self.report.duration_ms = self.report.duration_ms.max(now);
-                    }
-                    let _ = frame;
-                    self.left(now);
-                }
+                let _ = frame;
+                self.left(now);
             }
         }
         Ok(())
