@@ -116,7 +116,7 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     tokio::spawn(announce_ready(handle.clone()));
     if let Some(period) = systemd::watchdog_interval() {
         let h = handle.clone();
-        tokio::spawn(systemd::watchdog(period, move || h.is_alive()));
+        tokio::spawn(systemd::watchdog(period, move || h.liveness()));
     }
 
     server.run(socket).await;

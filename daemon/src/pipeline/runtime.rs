@@ -120,11 +120,17 @@ impl FrameProcessor for Pipeline {
         if !self.ready.load(Ordering::Acquire) {
             return Some("the pipeline is starting".into());
         }
-        self.health.ready(self.thread_ended()).err()
+        self.health
+            .ready(self.thread_ended(), self.in_flight())
+            .err()
     }
 
     fn is_alive(&self) -> bool {
-        self.health.alive(self.thread_ended()).is_ok()
+        self.liveness().is_ok()
+    }
+
+    fn liveness(&self) -> Result<(), String> {
+        self.health.alive(self.thread_ended(), self.in_flight())
     }
 
     fn expected_work_ms(&self, frame: &Frame) -> f64 {
@@ -209,6 +215,8 @@ pub struct Parts {
     pub drop_behind: Option<DropBehind>,
     /// Most objects per frame (upstream boxes or detector objects), highest scores kept.
     pub max_objects: usize,
+    /// Limits on engine calls and the progress timeout.
+    pub stall: super::stall::StallConfig,
 }
 
 /// Real-time dropping's limit (`policy::admission::detector_behind` at
@@ -244,7 +252,10 @@ pub fn start(parts: Parts) -> Pipeline {
         .map(|m| m.decoder.is_upstream())
         .collect();
     let work = Arc::new(WorkEstimate::new(&parts.system, &upstream));
-    let health = Arc::new(PipelineHealth::new());
+    let health = Arc::new(PipelineHealth::new(
+        parts.workers.clone(),
+        parts.stall.progress_timeout(),
+    ));
     let mut actor = Actor {
         health: Arc::clone(&health),
         retries: LoadRetries::default(),
@@ -280,6 +291,7 @@ pub fn start(parts: Parts) -> Pipeline {
         drop_behind: parts.drop_behind,
         frame_periods: FramePeriods::new(),
         max_objects: parts.max_objects,
+        stall: parts.stall,
         batches: HashMap::new(),
         next_frame: 0,
         next_batch: 0,
@@ -317,6 +329,8 @@ struct BatchMeta {
     items: Vec<(u64, usize)>,
     /// Its expected finish, for correcting rem_j when it completes.
     finish: FinishMark,
+    /// Its expected finish when it was placed, ms.
+    planned_finish_ms: f64,
     dispatched: Instant,
 }
 
@@ -389,6 +403,8 @@ struct Actor {
     placer: Placer,
     /// The per-frame object cap.
     max_objects: usize,
+    /// Limits on engine calls.
+    stall: super::stall::StallConfig,
     batches: HashMap<u64, BatchMeta>,
     next_frame: u64,
     next_batch: u64,
@@ -442,7 +458,9 @@ impl Actor {
             } else {
                 HEARTBEAT
             };
-            match rx.recv_timeout(timeout) {
+            let event = rx.recv_timeout(timeout);
+            self.hold_overdue(self.now_ms());
+            match event {
                 Ok(Event::Shutdown) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Ok(ev) => self.handle(ev),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -507,6 +525,7 @@ impl Actor {
     fn submit(&mut self, frame: Frame, received: Instant, reply: oneshot::Sender<Outcome>) {
         let id = self.next_frame;
         self.next_frame += 1;
+        self.health.progressed();
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.stepper.frame_offered();
         metrics::counter!("camdnn_pipeline_frames_total").increment(1);
@@ -949,6 +968,7 @@ impl Actor {
                 return;
             }
         };
+        let limit = self.stall.run_limit(&self.system, model, proc, keys.len());
         let tx = self.tx.clone();
         let reply = Reply::new(move |result| {
             let _ = tx.send(Event::BatchDone { batch: id, result });
@@ -960,10 +980,12 @@ impl Actor {
                 proc,
                 items: keys,
                 finish: self.cluster.finish_mark(proc, expected_finish),
+                planned_finish_ms: expected_finish,
                 dispatched: now,
             },
         );
-        if let Err(e) = self.workers[proc.0].run_with_priority(name, vec![batch], priority, reply) {
+        let worker = &self.workers[proc.0];
+        if let Err(e) = worker.run_within(name, vec![batch], priority, Some(limit), reply) {
             tracing::error!(error = %e, "worker is gone");
             let _ = self.tx.send(Event::BatchDone {
                 batch: id,
@@ -1004,7 +1026,8 @@ impl Actor {
                         result,
                     });
                 });
-                if let Err(e) = worker.load(self.sources[i.0].clone(), reply) {
+                let limit = self.stall.load_limit(&self.system, i, j);
+                if let Err(e) = worker.load_within(self.sources[i.0].clone(), Some(limit), reply) {
                     let _ = self.tx.send(Event::LoadDone {
                         model: i,
                         proc: j,
@@ -1055,9 +1078,14 @@ impl Actor {
         match e {
             EngineError::Panicked {
                 restarted: true, ..
+            }
+            | EngineError::TimedOut {
+                restarted: true, ..
             } => {
                 let proc = self.system.processors[j.0].name.clone();
-                metrics::counter!(names::ENGINE_PANICS, "processor" => proc).increment(1);
+                if matches!(e, EngineError::Panicked { .. }) {
+                    metrics::counter!(names::ENGINE_PANICS, "processor" => proc).increment(1);
+                }
                 for m in self.system.model_ids() {
                     self.loaded[m.0 * np + j.0] = false;
                 }
@@ -1066,7 +1094,7 @@ impl Actor {
                 let o = self
                     .retries
                     .failed(&self.system, &mut self.cluster, i, j, now);
-                tracing::warn!(processor = %self.system.processors[j.0].name, failures = o.failures, "engine panicked: worker restarted; reloading its models");
+                tracing::warn!(processor = %self.system.processors[j.0].name, failures = o.failures, error = %e, "worker restarted; reloading its models");
                 metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone()).set(1.0);
             }
             EngineError::NotLoaded { .. } => self.loaded[i.0 * np + j.0] = false,
@@ -1079,8 +1107,12 @@ impl Actor {
     /// Retries the loads that are due and notices worker threads that ended
     /// (their batches are answered, their pairs leave service for good).
     fn recover(&mut self, now: f64) {
+        self.health.record_worker_metrics();
         let mut changed = false;
         let due = self.retries.due(&self.system, &mut self.cluster, now);
+        let tried = due.len();
+        let due = self.hold_stuck_pairs(due, now);
+        changed |= due.len() < tried;
         for &(i, j) in &due {
             metrics::gauge!(names::MODEL_UNAVAILABLE, "model" => self.system.models[i.0].name.clone(), "processor" => self.system.processors[j.0].name.clone()).set(0.0);
             self.sync_residency(j);
@@ -1114,6 +1146,34 @@ impl Actor {
         }
     }
 
+    /// Of the pairs whose retry is due, those whose processor still has a
+    /// thread stuck in that model go back out of service (their backoff
+    /// grows): a model that hangs is not tried again on a processor until
+    /// its stuck call is back, so it cannot pile up stuck threads there and
+    /// retire the processor. The rest are returned, to load.
+    fn hold_stuck_pairs(
+        &mut self,
+        due: Vec<(ModelId, ProcId)>,
+        now: f64,
+    ) -> Vec<(ModelId, ProcId)> {
+        let mut ready = Vec::with_capacity(due.len());
+        for (i, j) in due {
+            let model = &self.system.models[i.0].name;
+            let stuck = self.workers[j.0]
+                .status()
+                .stuck
+                .iter()
+                .any(|s| &s.model == model);
+            if stuck {
+                self.retries
+                    .failed(&self.system, &mut self.cluster, i, j, now);
+            } else {
+                ready.push((i, j));
+            }
+        }
+        ready
+    }
+
     /// Tells readiness what is wrong now (nothing: ready).
     fn publish_health(&self) {
         let now = self.now_ms();
@@ -1141,10 +1201,38 @@ impl Actor {
         self.health.set_problems(problems);
     }
 
+    /// A processor whose oldest outstanding batch is still out past its
+    /// expected finish, late by more than its own profiled time (so at
+    /// least twice as long as planned, or stuck until its limit answers it),
+    /// is seen busy for as long again as the batch is late, so new batches
+    /// go to processors that are not stuck.
+    fn hold_overdue(&mut self, now: f64) {
+        if self.batches.is_empty() {
+            return;
+        }
+        let mut oldest: Vec<Option<(f64, u64)>> = vec![None; self.system.num_processors()];
+        for (id, b) in &self.batches {
+            let expected = self.cluster.expected_finish(b.finish);
+            let slot = &mut oldest[b.proc.0];
+            if slot.is_none_or(|(e, _)| expected < e) {
+                *slot = Some((expected, *id));
+            }
+        }
+        for (expected, id) in oldest.into_iter().flatten() {
+            let b = &self.batches[&id];
+            let late = now - b.planned_finish_ms;
+            let run_ms = self.system.exec_ms(b.model, b.proc, b.items.len());
+            if now > expected && run_ms.is_finite() && late > run_ms {
+                self.cluster.correct_finish(b.finish, now + late);
+            }
+        }
+    }
+
     fn batch_done(&mut self, batch: u64, result: Result<RunReport, EngineError>) {
         let Some(meta) = self.batches.remove(&batch) else {
             return;
         };
+        self.health.progressed();
         let now = self.now_ms();
         // The worker's own clock: the actor may see the report a little later.
         let finished = result.as_ref().map_or(now, |r| {
@@ -1375,6 +1463,7 @@ impl Actor {
         let Some(mut f) = self.frames.remove(&frame) else {
             return;
         };
+        self.health.progressed();
         // What the scheduler's last choice delivered (a drop or a failure
         // is not delivered), as the simulator tells it.
         let delay_ms = outcome

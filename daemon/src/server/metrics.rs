@@ -58,7 +58,8 @@ pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 pub const READY: &str = "camdnn_ready";
 /// Always 1, labelled with `version` and `config` (the config file's stem).
 pub const BUILD_INFO: &str = "camdnn_build_info";
-/// 1 while the pipeline's scheduler thread runs its loop.
+/// 1 while the pipeline is alive: its scheduler thread runs its loop and it
+/// is not stalled (frames inside with no progress for the progress timeout).
 pub const SCHEDULER_ALIVE: &str = "camdnn_scheduler_alive";
 /// Model loads that failed, by `model` and `processor` (recorded by the pipeline).
 pub const MODEL_LOAD_FAILURES: &str = "camdnn_model_load_failures_total";
@@ -68,6 +69,12 @@ pub const MODEL_UNAVAILABLE: &str = "camdnn_model_unavailable";
 /// Engine panics, each restarting that processor's worker, by `processor`
 /// (recorded by the pipeline).
 pub const ENGINE_PANICS: &str = "camdnn_engine_panics_total";
+/// Engine calls (runs and loads) that outlived their limits, by `processor`
+/// (recorded by the pipeline; each replaced a worker thread or retired the worker).
+pub const ENGINE_TIMEOUTS: &str = "camdnn_engine_timeouts_total";
+/// Worker threads abandoned in an engine call past its limit and not
+/// returned yet, by `processor` (recorded by the pipeline).
+pub const WORKER_THREADS_STUCK: &str = "camdnn_worker_threads_stuck";
 /// Queued work of a processor (the scheduler's rem_j), by `processor`, seconds.
 pub const PROCESSOR_REMAINING: &str = "camdnn_processor_remaining_seconds";
 
@@ -226,8 +233,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         READY,
         Gauge,
-        "1 while ready: scheduler thread alive, workers running, every needed model in \
-         service, models warmed up and the daemon not draining; else 0.",
+        "1 while ready: pipeline alive, workers running with no thread stuck, every needed \
+         model in service, models warmed up and the daemon not draining; else 0.",
         Own,
     ),
     family(
@@ -253,7 +260,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         SCHEDULER_ALIVE,
         Gauge,
-        "1 while the pipeline's scheduler thread runs (the systemd watchdog is fed only then).",
+        "1 while the pipeline is alive: its scheduler thread runs and frames inside make progress \
+         (the systemd watchdog is fed only then).",
         Single,
     ),
     family(
@@ -272,6 +280,20 @@ pub const FAMILIES: &[Family] = &[
         ENGINE_PANICS,
         Counter,
         "Engine panics by processor; each restarts that worker, which reloads its models.",
+        PerProcessor,
+    ),
+    family(
+        ENGINE_TIMEOUTS,
+        Counter,
+        "Engine runs and loads that outlived their limits (pipeline.stall), by processor; each \
+         abandoned its worker thread for a fresh one, or retired the worker.",
+        PerProcessor,
+    ),
+    family(
+        WORKER_THREADS_STUCK,
+        Gauge,
+        "Worker threads abandoned in an engine call past its limit and not returned yet, by \
+         processor (readiness is false while any is).",
         PerProcessor,
     ),
     // The pipeline.

@@ -91,10 +91,15 @@ impl ServerHandle {
         }
     }
 
-    /// True while the processor's control thread runs (the systemd watchdog
-    /// is fed only then).
+    /// True while the processor's control thread runs and makes progress
+    /// (the systemd watchdog is fed only then).
     pub fn is_alive(&self) -> bool {
         self.dispatch.processor().is_alive()
+    }
+
+    /// `Ok` while alive, else why not.
+    pub fn liveness(&self) -> Result<(), String> {
+        self.dispatch.processor().liveness()
     }
 
     /// Frames waiting for admission, frames in the processor, open connections.
