@@ -13,7 +13,7 @@ use signal_hook_tokio::Signals;
 use crate::config::DaemonConfig;
 use crate::pipeline::FrameProcessor;
 use crate::server::listener::Listener;
-use crate::server::{http, logging, metrics, systemd, Server, ServerHandle};
+use crate::server::{door, http, logging, metrics, systemd, Server, ServerHandle};
 
 /// Options of `camdnnd serve`.
 #[derive(clap::Args, Debug)]
@@ -70,7 +70,7 @@ async fn build_blocking(
         .context("the pipeline builder panicked")?
 }
 
-async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Result<()> {
+async fn serve(path: PathBuf, mut cfg: DaemonConfig, build: BuildFn) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), config = %path.display(), "camdnnd starting");
     systemd::status("loading models");
     // Health and metrics first, so /health/live answers while models load.
@@ -106,6 +106,15 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     let processor = build_blocking(build, cfg.clone()).await?;
     let mut listener = Listener::open(&cfg.server)?;
     let socket = listener.take().context("the listener was already taken")?;
+    let budget = door::fd_budget();
+    if cfg.server.max_connections > budget {
+        tracing::warn!(
+            configured = cfg.server.max_connections,
+            allowed = budget,
+            "[server] max_connections lowered to what the file descriptor limit allows"
+        );
+        cfg.server.max_connections = budget;
+    }
     let server = Server::new(cfg.server.clone(), processor);
     let handle = server.handle();
     ready_tx.send_replace(Some(handle.clone()));
@@ -285,6 +294,14 @@ fn restart_only_changes(running: &DaemonConfig, new: &DaemonConfig) -> Vec<Strin
         (
             "max_connections",
             old.max_connections != new_s.max_connections,
+        ),
+        (
+            "max_connections_per_uid",
+            old.max_connections_per_uid != new_s.max_connections_per_uid,
+        ),
+        (
+            "max_connections_per_pid",
+            old.max_connections_per_pid != new_s.max_connections_per_pid,
         ),
         ("write_queue", old.write_queue != new_s.write_queue),
         (

@@ -42,7 +42,8 @@ pub const IN_FLIGHT: &str = "camdnn_frames_in_flight";
 /// Open client connections (a gauge; not `camdnn_connections`, which
 /// OpenMetrics would read as the family of `camdnn_connections_total`).
 pub const CONNECTIONS: &str = "camdnn_connections_open";
-/// Client connections accepted (`result`: `accepted`, `refused`).
+/// Client connections by `result`: `accepted`, `refused`, and `evicted`
+/// (closed to give their slot to a new connection, `server::door`).
 pub const CONNECTIONS_TOTAL: &str = "camdnn_connections_total";
 /// Connections ended by a protocol `Error`, by `code`.
 pub const PROTOCOL_ERRORS: &str = "camdnn_protocol_errors_total";
@@ -148,7 +149,7 @@ fn ok_error() -> Vec<&'static str> {
     vec!["ok", "error"]
 }
 fn connection_results() -> Vec<&'static str> {
-    vec!["accepted", "refused"]
+    vec!["accepted", "refused", "evicted"]
 }
 fn flush_reasons() -> Vec<&'static str> {
     vec!["full", "complete", "timer"]
@@ -215,7 +216,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         CONNECTIONS_TOTAL,
         Counter,
-        "Client connections, by result (accepted, refused).",
+        "Client connections, by result (accepted, refused, evicted: closed to give its slot to \
+         a new connection).",
         Each("result", connection_results),
     ),
     family(
