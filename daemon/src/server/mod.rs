@@ -13,6 +13,7 @@ mod dispatch;
 pub mod door;
 pub mod http;
 pub mod listener;
+pub mod log_dedup;
 pub mod logging;
 pub mod metrics;
 pub mod systemd;
