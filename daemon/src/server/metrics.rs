@@ -518,8 +518,12 @@ const SECONDS_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.033, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
     2.0, 5.0, 10.0,
 ];
-/// Buckets for counts such as batch sizes.
-const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0];
+/// Buckets for counts such as batch sizes: whole numbers, one per bucket up
+/// to 8, so a quantile's bucket (k-1, k] names the count k (the dashboard
+/// rounds the interpolated quantile up).
+pub const COUNT_BUCKETS: &[f64] = &[
+    1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0,
+];
 /// Buckets for ratios such as measured / profiled time (1 = as profiled).
 const RATIO_BUCKETS: &[f64] = &[
     0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0,
