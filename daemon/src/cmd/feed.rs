@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use camdnn_protocol::{
-    BBox, ClassRef, Client, ClientError, Deadline, Frame, OutputValue, PixelFormat, ServerMessage,
-    UpstreamDetection,
+    Answer, BBox, Backoff, ClassRef, ClientError, Deadline, Frame, OutputValue, PixelFormat,
+    ReconnectingClient, ServerMessage, UpstreamDetection,
 };
 use serde_json::json;
 
@@ -72,6 +72,11 @@ pub struct Args {
     /// Print only the summary, not one line per answer.
     #[arg(long)]
     pub quiet: bool,
+    /// When the connection is lost (the daemon restarted), reconnect with
+    /// backoff (100 ms doubling to 5 s, for up to 5 minutes) and go on;
+    /// frames in flight on the lost connection are printed as "lost".
+    #[arg(long)]
+    pub reconnect: bool,
 }
 
 /// One frame to send, before stream/seq/time are stamped.
@@ -87,11 +92,19 @@ struct Source {
 /// Runs the feeder.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let frames = sources(args)?;
-    let mut client = Client::connect(&args.socket, &args.name)
+    let backoff = if args.reconnect {
+        Backoff::default()
+    } else {
+        Backoff::never()
+    };
+    let mut client = ReconnectingClient::connect(&args.socket, &args.name, backoff)
         .with_context(|| format!("connecting to {}", args.socket.display()))?;
     let period = (args.fps > 0.0).then(|| Duration::from_secs_f64(1.0 / args.fps));
     let mut out = std::io::stdout().lock();
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        errors_ok: args.reconnect,
+        ..Tally::default()
+    };
     let start = Instant::now();
     for (seq, src) in (0u64..).zip(frames) {
         let src = src?;
@@ -131,6 +144,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         tally.sent += 1;
     }
     client.stream().set_read_timeout(None)?;
+    let reconnects = client.reconnects();
     for m in client.bye()? {
         print_answer(&m, &mut out, &mut tally, args.quiet)?;
     }
@@ -143,6 +157,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "results": tally.results,
             "dropped": tally.dropped,
             "rejected": tally.rejected,
+            "lost": tally.lost,
+            "reconnects": reconnects,
             "seconds": secs,
         })
     );
@@ -155,11 +171,15 @@ struct Tally {
     results: u64,
     dropped: BTreeMap<String, u64>,
     rejected: BTreeMap<String, u64>,
+    /// In flight when their connection was lost (`--reconnect`).
+    lost: u64,
+    /// `--reconnect`: a closing `Error` is printed, not fatal.
+    errors_ok: bool,
 }
 
 /// Prints answers that arrive before `due`.
 fn drain_until(
-    c: &mut Client,
+    c: &mut ReconnectingClient,
     stream: u32,
     due: Instant,
     out: &mut impl Write,
@@ -193,11 +213,25 @@ fn drain_until(
 }
 
 fn print_answer(
-    m: &ServerMessage,
+    a: &Answer,
     out: &mut impl Write,
     tally: &mut Tally,
     quiet: bool,
 ) -> anyhow::Result<()> {
+    let m = match a {
+        Answer::Message(m) => m,
+        Answer::Lost { stream_id, seq } => {
+            tally.lost += 1;
+            if !quiet {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"type": "lost", "stream": stream_id, "seq": seq})
+                )?;
+            }
+            return Ok(());
+        }
+    };
     let v = answer_json(m);
     match m {
         ServerMessage::Result(_) => tally.results += 1,
@@ -213,7 +247,10 @@ fn print_answer(
                 .entry(crate::server::metrics::reject_label(r.reason).to_owned())
                 .or_default() += 1
         }
-        ServerMessage::Error(e) => bail!("server error {:?}: {}", e.code, e.message),
+        ServerMessage::Error(e) if !tally.errors_ok => {
+            bail!("server error {:?}: {}", e.code, e.message)
+        }
+        ServerMessage::Error(_) => {}
         ServerMessage::Welcome(_) => {}
     }
     if !quiet {
