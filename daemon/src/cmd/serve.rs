@@ -40,6 +40,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// [`run`] with another processor builder.
 pub fn run_with(args: &Args, build: BuildFn) -> anyhow::Result<()> {
+    crate::allocator::bound_arenas();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("camdnnd-io")

@@ -86,6 +86,7 @@ impl Drop for Built {
                 let _ = t.join();
             }
             drop(workers);
+            crate::allocator::release_freed_memory();
         };
         if let Err(e) = std::thread::Builder::new()
             .name("camdnn-teardown".into())
