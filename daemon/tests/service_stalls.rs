@@ -52,9 +52,8 @@ fn one_by_one(c: &mut Client, stream: u32, n: u64, classes: Option<&[&str]>) -> 
         .collect()
 }
 
-/// Finding: one engine run stalled for 60 s held both in-flight slots,
-/// starved every client and readiness still said 200. Now the run is
-/// answered at its 1 s limit, persons, cars and frames for the detector
+/// An engine run stalled for 60 s, which could hold both in-flight slots,
+/// is answered at its 1 s limit; persons, cars and frames for the detector
 /// are all answered meanwhile, and readiness says which thread is stuck.
 #[test]
 fn a_run_hung_for_a_minute_is_answered_and_every_client_is_served() {
@@ -166,10 +165,9 @@ fn a_pipeline_where_nothing_moves_stops_feeding_the_watchdog() {
     });
 }
 
-/// Finding: a SIGHUP while models loaded ended the daemon (its handlers
-/// came after the models), an exit systemd counts as clean. Now it is
-/// logged and applied as a reload once start-up is done; a SIGTERM during
-/// start-up ends it cleanly, saying so.
+/// A SIGHUP while models load (whose default action would end the daemon,
+/// an exit systemd counts as clean) is logged and applied as a reload once
+/// start-up is done; a SIGTERM during start-up ends it cleanly, saying so.
 #[test]
 fn signals_during_start_up_are_handled() {
     let slow_start = "sim_faults = { load_stall_ms = 3000, stall_on_loads = [1] }";
@@ -206,9 +204,9 @@ fn signals_during_start_up_are_handled() {
         .contains("signal during start-up: stopping before serving"));
 }
 
-/// Finding: a bad socket path was reported only after every model had
-/// loaded. Now the socket is taken first: with a start-up load that would
-/// hang for ten minutes, the daemon still fails at once, naming the path.
+/// The socket is taken before any model loads: with a start-up load that
+/// would hang for ten minutes, a bad socket path still fails at once,
+/// naming the path.
 #[test]
 fn a_bad_socket_path_fails_before_any_model_loads() {
     let mut d = Daemon::spawn(
@@ -227,9 +225,8 @@ fn a_bad_socket_path_fails_before_any_model_loads() {
     assert!(d.log().contains("creating socket folder"), "{}", d.log());
 }
 
-/// Finding: a daemon of another user unlinked a live server's socket it
-/// could not connect to (EACCES) and took its path. Now only a refused
-/// connection means stale; here connecting fails with EACCES (as root the
+/// A socket file the daemon cannot connect to is not taken over: only a
+/// refused connection means stale; here connecting fails with EACCES (as root the
 /// daemon runs as nobody; otherwise the socket's mode forbids it) and the
 /// daemon refuses to start, leaving the live socket alone.
 #[test]
