@@ -1,10 +1,11 @@
-//! Repeated log lines are written once per window with a count, so an
+//! Repeated log lines are written a few times per window with a count, so an
 //! outage (every batch failing the same way, a flood of identical refusals)
 //! cannot flood the journal. A line is identical to another when everything
-//! but its timestamp is (level, message and fields). The first one of a
-//! window is written; the repeats are counted, and the count is written as
-//! one line once the window is over (`... [repeated N more times in the
-//! last 10 s]`).
+//! but its timestamp is (level, message and fields). The first
+//! [`WRITTEN_PER_WINDOW`] of a window are written (so a warning an operator
+//! causes twice, say by two reloads, is seen twice); the rest are counted, and
+//! the count is written as one line once the window is over (`... [repeated
+//! N more times in the last 10 s]`).
 //!
 //! It sits under `tracing`'s formatter as its writer (`MakeWriter`): each
 //! formatted event arrives as one line. The formatter writes no time; this
@@ -21,6 +22,8 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// How long identical lines are counted instead of written.
 pub const WINDOW: Duration = Duration::from_secs(10);
+/// Identical lines written in one window before the rest are counted.
+pub const WRITTEN_PER_WINDOW: u32 = 3;
 /// Most distinct lines counted at once; past it a line is written without
 /// being counted (memory stays bounded under any mix of lines).
 const MAX_TRACKED: usize = 4096;
@@ -28,6 +31,9 @@ const MAX_TRACKED: usize = 4096;
 /// What happened to identical lines since the first of the window.
 struct Seen {
     since: Instant,
+    /// Written in this window (at most [`WRITTEN_PER_WINDOW`]).
+    written: u32,
+    /// Counted, not written, in this window.
     repeats: u64,
 }
 
@@ -57,12 +63,17 @@ impl Dedup {
         let mut seen = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         match seen.get_mut(line) {
             Some(s) if now.saturating_duration_since(s.since) < self.window => {
-                s.repeats += 1;
-                return;
+                if s.written >= WRITTEN_PER_WINDOW {
+                    s.repeats += 1;
+                    return;
+                }
+                s.written += 1;
+                drop(seen);
             }
             Some(s) => {
                 let repeats = std::mem::take(&mut s.repeats);
                 s.since = now;
+                s.written = 1;
                 drop(seen);
                 if repeats > 0 {
                     self.write(&self.summary(line, repeats));
@@ -74,6 +85,7 @@ impl Dedup {
                         line.to_owned(),
                         Seen {
                             since: now,
+                            written: 1,
                             repeats: 0,
                         },
                     );
@@ -207,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn identical_lines_are_written_once_per_window_and_counted() {
+    fn identical_lines_are_written_three_times_per_window_and_counted() {
         let (d, buf) = dedup();
         let t0 = Instant::now();
         for n in 0..244 {
@@ -219,26 +231,31 @@ mod tests {
                 d.line("INFO other", t0 + Duration::from_millis(n * 50));
             }
         }
-        // 244 lines over 12.2 s: the first, then at 10 s the next one comes
-        // with the count of the 199 before it.
+        // 244 lines over 12.2 s: the first three, then at 10 s the next
+        // one comes with the count of the 197 after the first three.
+        let m = "ERROR batch failed model=m";
         assert_eq!(
             text(&buf),
             [
-                "ERROR batch failed model=m",
+                m,
                 "INFO other",
-                "ERROR batch failed model=m [repeated 199 more times in the last 10 s]",
-                "ERROR batch failed model=m",
+                m,
+                m,
+                "ERROR batch failed model=m [repeated 197 more times in the last 10 s]",
+                m,
                 "INFO other",
+                m,
+                m,
             ]
         );
         // The rest of that window is counted and written when it is over.
         d.flush_counts(t0 + Duration::from_secs(30));
         assert_eq!(
             text(&buf).last().unwrap(),
-            "ERROR batch failed model=m [repeated 43 more times in the last 10 s]"
+            "ERROR batch failed model=m [repeated 41 more times in the last 10 s]"
         );
         d.flush_counts(t0 + Duration::from_secs(60));
-        assert_eq!(text(&buf).len(), 6, "nothing more to say");
+        assert_eq!(text(&buf).len(), 10, "nothing more to say");
     }
 
     #[test]

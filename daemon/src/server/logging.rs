@@ -1,6 +1,6 @@
 //! Logging with `tracing` to stderr: plain lines without colours, and
 //! without our own timestamps under journald (which stamps every line);
-//! identical lines are written once per window with a count (`log_dedup`).
+//! identical lines are written at most 3 times per window, the rest counted (`log_dedup`).
 
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
