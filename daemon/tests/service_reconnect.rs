@@ -55,7 +55,11 @@ fn both_clients_reconnect_after_the_daemon_restarts() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("python3");
-    d.wait_for(|| d.metric("camdnn_frames_received_total") >= 20.0);
+    // Both clients connected and frames flowing before the restart.
+    d.wait_for(|| {
+        d.metric("camdnn_connections_open") >= 2.0
+            && d.metric("camdnn_frames_received_total") >= 20.0
+    });
     d.restart();
     d.wait_ready();
 
