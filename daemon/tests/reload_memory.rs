@@ -19,20 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use camdnn_protocol::Client;
-use daemon_common::{frame, Daemon};
+use daemon_common::{frame, proc_status_kib, Daemon};
 
 /// How far the RSS after the last reload may be above the RSS after the
 /// first, MiB.
 const RSS_GROWTH_BOUND_MIB: f64 = 8.0;
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS")
-}
 
 #[test]
 #[ignore = "100 reloads take minutes; see the module docs"]
@@ -68,7 +59,7 @@ fn rss_stays_flat_over_100_reloads_under_load() {
         d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"ok\"}") == n as f64);
         // The old pipeline is torn down on its own thread once its last frame is answered.
         std::thread::sleep(Duration::from_millis(300));
-        let rss = rss_kib(pid) as f64 / 1024.0;
+        let rss = proc_status_kib(pid, "VmRSS") as f64 / 1024.0;
         first.get_or_insert(rss);
         samples.push(rss);
         if n % 10 == 0 || n == 1 {

@@ -14,7 +14,7 @@ use camdnn_protocol::{
     BBox, ClassRef, Client, ClientError, DropReason, Frame, PixelFormat, ServerMessage,
     UpstreamDetection,
 };
-use daemon_common::{config_text, repo, Daemon};
+use daemon_common::{config_text, proc_status_kib, repo, Daemon};
 
 /// Peak resident memory the daemon may reach in the overload test, MiB.
 const RSS_BOUND_MIB: u64 = 512;
@@ -291,15 +291,6 @@ fn real_binary_serves_rust_and_python_clients_reloads_and_drains() {
     assert_eq!(tally.total(), sent);
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmHWM")
-}
-
 #[test]
 fn overload_is_answered_frame_for_frame_with_bounded_memory() {
     let d = Daemon::start();
@@ -345,7 +336,7 @@ fn overload_is_answered_frame_for_frame_with_bounded_memory() {
         "overloaded: most frames superseded ({tally:?}, sent {sent})"
     );
     assert_counters(&d, sent, &tally);
-    let peak_mib = peak_rss_kib(d.child.id()) / 1024;
+    let peak_mib = proc_status_kib(d.child.id(), "VmHWM") / 1024;
     eprintln!("overload: sent {sent}, {tally:?}, peak RSS {peak_mib} MiB");
     assert!(
         peak_mib < RSS_BOUND_MIB,

@@ -95,6 +95,17 @@ pub fn frame(stream_id: u32, seq: u64, classes: Option<&[&str]>) -> Frame {
     }
 }
 
+/// A `/proc/PID/status` field in KiB (`VmRSS`: resident now, `VmHWM`: the peak).
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let prefix = format!("{field}:");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
 /// A free TCP port on loopback.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
