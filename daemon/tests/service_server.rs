@@ -306,13 +306,19 @@ fn drain_limit_answers_stuck_frames_shutting_down() {
     server.rt.block_on(server.done).expect("server");
 }
 
+/// Over the limit, a connection waiting for an answer keeps its slot (an
+/// idle one would give it up: `service_door.rs`), so a new one is refused.
 #[test]
 fn connections_over_the_limit_are_refused_with_an_error() {
-    let p = FakeProcessor::new(Some(Duration::from_millis(1)), 2);
+    let p = FakeProcessor::new(Some(Duration::from_millis(1500)), 2);
     let mut c = cfg();
     c.max_connections = 1;
-    let server = TestServer::start(c, p);
+    let server = TestServer::start(c, p.clone());
     let mut first = Client::connect(&server.socket, "first").expect("connect");
+    first.send_frame(&frame(0, 0)).expect("send");
+    while p.submitted.load(Ordering::SeqCst) < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     match Client::connect(&server.socket, "second") {
         Err(ClientError::Refused(e)) => {
             assert_eq!(e.code, ErrorCode::ConnectionLimit);
@@ -320,7 +326,6 @@ fn connections_over_the_limit_are_refused_with_an_error() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    first.send_frame(&frame(0, 0)).expect("send");
     assert!(matches!(first.recv(), Ok(ServerMessage::Result(_))));
     drop(first);
     server.shutdown();

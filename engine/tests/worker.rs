@@ -7,30 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use camdnn_engine::{
-    BatchMode, Command, DType, Dim, EngineError, EngineKind, ModelSource, OrtProvider,
-    ProcessorConfig, Reply, SimEngine, SimFaults, SimModelSpec, Tensor, TensorInfo, TractEngine,
-    Worker,
+    BatchMode, Command, DType, EngineError, EngineKind, ModelSource, OrtProvider, ProcessorConfig,
+    Reply, SimEngine, SimFaults, Tensor, TractEngine, Worker,
 };
+use common::sim_spec;
 
 fn sim_engine() -> Arc<SimEngine> {
     Arc::new(SimEngine::default().with_model("m", sim_spec()))
-}
-
-fn sim_spec() -> SimModelSpec {
-    SimModelSpec {
-        inputs: vec![TensorInfo {
-            name: "x".into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Batch, Dim::Fixed(4)],
-        }],
-        outputs: vec![TensorInfo {
-            name: "y".into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Batch, Dim::Fixed(2)],
-        }],
-        load_time: Duration::from_millis(2),
-        exec_time: vec![Duration::from_millis(1); 8],
-    }
 }
 
 /// An engine that panics must not leave the worker answering NotLoaded

@@ -86,6 +86,8 @@ pub(super) struct Actor {
     pub sources: Vec<ModelSource>,
     pub units: Vec<Box<dyn Unit>>,
     pub max_objects: usize,
+    /// Limits on engine calls.
+    pub stall: super::stall::StallConfig,
     pub frames: BTreeMap<FrameId, FrameData>,
     pub batches: HashMap<BatchId, BatchMeta>,
     pub next_frame: u64,
@@ -218,6 +220,7 @@ impl Actor {
         deadline: Option<Instant>,
         reply: oneshot::Sender<Outcome>,
     ) {
+        self.health.progressed();
         let id = FrameId(self.next_frame);
         self.next_frame += 1;
         self.in_flight.fetch_add(1, Ordering::AcqRel);

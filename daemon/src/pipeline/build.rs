@@ -61,6 +61,10 @@ impl super::FrameProcessor for Built {
         self.pipeline.is_alive()
     }
 
+    fn liveness(&self) -> Result<(), String> {
+        self.pipeline.liveness()
+    }
+
     fn expected_work_ms(&self, frame: &camdnn_protocol::Frame) -> f64 {
         self.pipeline.expected_work_ms(frame)
     }
@@ -84,6 +88,7 @@ impl Drop for Built {
                 let _ = t.join();
             }
             drop(workers);
+            crate::allocator::release_freed_memory();
         };
         if let Err(e) = std::thread::Builder::new()
             .name("camdnn-teardown".into())
@@ -102,6 +107,9 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
     let p = &cfg.pipeline;
     p.check()?;
     let system = p.system(|f| cfg.resolve(f))?;
+    if let Some(warning) = p.stall.progress_warning(&system) {
+        tracing::warn!("{warning}");
+    }
     scheduler(cfg, &system)?;
     for m in &p.models {
         ModelRuntime::new(m, &|f| cfg.resolve(f))?;
@@ -191,7 +199,7 @@ pub fn start_with(
             tracing::warn!(processor = %proc.name, factor = t.factor, from = ?t.from, until = ?t.until, "throttling drill: this processor's batches will be slowed");
             engine = Arc::new(camdnn_engine::ThrottledEngine::new(engine, t)?);
         }
-        let w = Worker::spawn(proc.engine_config(), engine)
+        let w = Worker::spawn_supervised(proc.engine_config(), engine, p.stall.supervision())
             .with_context(|| format!("starting processor {:?}", proc.name))?;
         workers.push(w);
     }
@@ -244,6 +252,8 @@ pub fn start_with(
         models,
         sources,
         units,
+        workers: workers.iter().map(Worker::handle).collect(),
+        stall: p.stall.clone(),
         cluster,
         scheduler,
         flow,

@@ -106,6 +106,10 @@ pub struct PipelineConfig {
     /// for side-by-side comparisons on the real pipeline.
     #[serde(default = "d_scheduler")]
     pub scheduler: String,
+    /// Limits on engine calls and on a pipeline that makes no progress
+    /// (`[pipeline.stall]`, `pipeline::stall`).
+    #[serde(default)]
+    pub stall: super::stall::StallConfig,
     /// The processing units.
     #[serde(rename = "processor")]
     pub processors: Vec<ProcessorEntry>,
@@ -676,6 +680,7 @@ impl PipelineConfig {
 
     /// Cross-checks that the graph and the output kinds agree.
     pub fn check(&self) -> anyhow::Result<()> {
+        self.stall.validate()?;
         if self.processors.is_empty() {
             bail!("[pipeline] needs at least one [[pipeline.processor]]");
         }

@@ -110,6 +110,20 @@ impl Actor {
         }
         let v = self.flow.view();
         let (model, proc) = (v.models[i.0].name.clone(), v.processors[j.0].name.clone());
+        // A model with a thread still stuck in it on this processor is not
+        // tried there again until that call is back: its load fails at
+        // once and the pair backs off further, so a model that hangs cannot
+        // pile up stuck threads and retire the processor.
+        if self.units[j.0].stuck_in(&model) {
+            let why = format!("a thread of {proc} is still stuck in {model}");
+            let _ = self.tx.send(Event::LoadDone {
+                model: i,
+                proc: j,
+                result: Err(why),
+            });
+            return;
+        }
+        let limit = self.stall.load_limit(v, i, j);
         metrics::counter!("camdnn_model_loads_total", "model" => model.clone(), "processor" => proc.clone()).increment(1);
         let tx = self.tx.clone();
         let reply = Reply::new(move |r: Result<camdnn_engine::LoadReport, EngineError>| {
@@ -130,6 +144,7 @@ impl Actor {
         });
         let cmd = Command::Load {
             model: self.sources[i.0].clone(),
+            limit: Some(limit),
             reply,
         };
         if let Err(e) = self.units[j.0].send(cmd) {
@@ -205,10 +220,14 @@ impl Actor {
         let reply = Reply::new(move |result| {
             let _ = tx.send(Event::BatchDone { batch, result });
         });
+        let limit = self
+            .stall
+            .run_limit(self.flow.view(), run.model, run.proc, run.objects.len());
         let cmd = Command::Run {
             model: name,
             inputs: vec![inputs],
             priority: run.priority,
+            limit: Some(limit),
             submitted: now,
             reply,
         };
@@ -232,6 +251,7 @@ impl Actor {
     /// Answers a frame: with `outcome`, with its rejection when it could
     /// not be read, or with its result when `None`.
     pub(super) fn finish(&mut self, frame: FrameId, outcome: Option<Outcome>) {
+        self.health.progressed();
         let Some(f) = self.frames.remove(&frame) else {
             return;
         };
@@ -261,6 +281,7 @@ impl Actor {
     /// Notices worker threads that ended: their pairs leave service for good
     /// and their batches' frames fail.
     pub fn recover(&mut self, now: f64) {
+        self.health.record_worker_metrics();
         let mut changed = false;
         for j in 0..self.units.len() {
             if self.dead[j] || self.units[j].is_alive() {

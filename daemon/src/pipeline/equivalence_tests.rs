@@ -81,7 +81,7 @@ impl Unit for VirtualUnit {
                 .expect("a model of the board")
         };
         match cmd {
-            Command::Load { model, reply } => {
+            Command::Load { model, reply, .. } => {
                 let span = w.units.load(now, model_id(&model.name), self.j);
                 let info = camdnn_engine::ModelInfo {
                     name: model.name.clone(),
@@ -431,6 +431,8 @@ fn both_logs(
         cluster,
         scheduler: sched,
         flow,
+        stall: crate::pipeline::stall::StallConfig::default(),
+        workers: Vec::new(),
         adapt_profile_out: None,
         max_in_flight: usize::MAX,
         prep_threads: 1,

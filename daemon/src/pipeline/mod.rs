@@ -17,6 +17,7 @@ mod outputs;
 pub mod prep;
 mod processors;
 pub mod runtime;
+pub mod stall;
 mod step_thread;
 pub mod units;
 pub mod work;
@@ -66,10 +67,19 @@ pub trait FrameProcessor: Send + Sync + 'static {
         (!self.is_ready()).then(|| "the frame processor is not ready".into())
     }
 
-    /// True while the processor's own control thread runs (feeds the systemd
-    /// watchdog).
+    /// True while the processor's own control thread runs and makes
+    /// progress (feeds the systemd watchdog).
     fn is_alive(&self) -> bool {
         true
+    }
+
+    /// `Ok` while alive, else why not (see [`FrameProcessor::is_alive`]).
+    fn liveness(&self) -> Result<(), String> {
+        if self.is_alive() {
+            Ok(())
+        } else {
+            Err("the frame processor is not alive".into())
+        }
     }
 
     /// The server dropped a frame before submitting it (superseded by a

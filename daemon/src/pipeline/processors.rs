@@ -103,6 +103,7 @@ impl Actor {
         batch: BatchId,
         result: Result<RunReport, EngineError>,
     ) {
+        self.health.progressed();
         let Some(meta) = self.batches.remove(&batch) else {
             return;
         };
@@ -125,6 +126,12 @@ impl Actor {
                             .increment(1);
                         tracing::warn!(processor = %pname, "engine panicked: worker restarted; reloading its models");
                         Lost::Unit
+                    }
+                    EngineError::TimedOut {
+                        restarted: true, ..
+                    } => {
+                        tracing::warn!(processor = %pname, model = %mname, "a run outlived its limit: worker replaced; reloading its models");
+                        Lost::Stalled
                     }
                     EngineError::NotLoaded { .. } => Lost::Model,
                     _ => Lost::Nothing,

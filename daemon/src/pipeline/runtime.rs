@@ -73,11 +73,17 @@ impl FrameProcessor for Pipeline {
     }
 
     fn not_ready_reason(&self) -> Option<String> {
-        self.health.ready(self.thread_ended()).err()
+        self.health
+            .ready(self.thread_ended(), self.in_flight())
+            .err()
     }
 
     fn is_alive(&self) -> bool {
-        self.health.alive(self.thread_ended()).is_ok()
+        self.liveness().is_ok()
+    }
+
+    fn liveness(&self) -> Result<(), String> {
+        self.health.alive(self.thread_ended(), self.in_flight())
     }
 
     fn expected_work_ms(&self, frame: &Frame) -> f64 {
@@ -138,6 +144,11 @@ pub struct Parts {
     pub scheduler: Box<dyn Scheduler + Send>,
     /// The frame flow's knobs (the simulator's are the same).
     pub flow: FlowConfig,
+    /// Limits on engine calls and the progress timeout.
+    pub stall: super::stall::StallConfig,
+    /// The processors' workers, watched for threads stuck in the engine
+    /// (none for units that are not workers).
+    pub workers: Vec<camdnn_engine::WorkerHandle>,
     /// Where the live estimates are written as a profile when the pipeline stops.
     pub adapt_profile_out: Option<std::path::PathBuf>,
     /// Frames processed at once.
@@ -165,7 +176,10 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         .map(|m| m.decoder.is_upstream())
         .collect();
     let work = Arc::new(WorkEstimate::new(&parts.system, &upstream));
-    let health = Arc::new(PipelineHealth::new());
+    let health = Arc::new(PipelineHealth::new(
+        parts.workers,
+        parts.stall.progress_timeout(),
+    ));
     let np = parts.system.num_processors();
     let now = parts.clock.now_ms();
     let scene = vec![0; parts.system.num_models()];
@@ -184,6 +198,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         sources: parts.sources,
         units: parts.units,
         max_objects: parts.max_objects,
+        stall: parts.stall,
         frames: BTreeMap::new(),
         batches: HashMap::new(),
         next_frame: 0,

@@ -11,6 +11,11 @@ pub trait Unit: Send {
     fn send(&self, cmd: Command) -> Result<(), EngineError>;
     /// False once the processor's worker has ended.
     fn is_alive(&self) -> bool;
+    /// Whether a thread of this processor is still stuck in an engine call
+    /// of `model` (past its limit, abandoned).
+    fn stuck_in(&self, _model: &str) -> bool {
+        false
+    }
 }
 
 impl Unit for WorkerHandle {
@@ -20,5 +25,9 @@ impl Unit for WorkerHandle {
 
     fn is_alive(&self) -> bool {
         WorkerHandle::is_alive(self)
+    }
+
+    fn stuck_in(&self, model: &str) -> bool {
+        self.status().stuck.iter().any(|s| s.model == model)
     }
 }
