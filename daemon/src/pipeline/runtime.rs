@@ -1276,6 +1276,7 @@ impl Actor {
                     obj.outputs.push(Output {
                         model: model.name.clone(),
                         value,
+                        age: 0,
                     });
                     match verdict {
                         Verdict::Keep | Verdict::Part(_) => {}
@@ -1444,6 +1445,8 @@ impl Actor {
                         },
                         class: o.class,
                         score: o.score,
+                        track_id: 0,
+                        box_age: 0,
                         outputs: o.outputs,
                     })
                     .collect(),
