@@ -22,6 +22,9 @@
 //! The COCO street graph decodes [`centernet`] detections, reads a person crop's [`pose`]
 //! keypoints (and the face box they imply) and a face crop's [`age_gender`].
 //!
+//! [`track`] follows each stream's objects from frame to frame, so a per-object result can be
+//! reused while its object persists.
+//!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
 
@@ -44,6 +47,7 @@ pub mod pose;
 mod resize;
 mod routing;
 pub mod ssd;
+pub mod track;
 pub mod yolo;
 
 pub use error::VisionError;
