@@ -76,12 +76,12 @@ pub struct Args {
 
 /// One frame to send, before stream/seq/time are stamped.
 #[derive(Clone)]
-struct Source {
-    width: u32,
-    height: u32,
-    format: PixelFormat,
-    payload: Bytes,
-    detections: Option<Vec<UpstreamDetection>>,
+pub(crate) struct Source {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) format: PixelFormat,
+    pub(crate) payload: Bytes,
+    pub(crate) detections: Option<Vec<UpstreamDetection>>,
 }
 
 /// Runs the feeder.
@@ -307,7 +307,7 @@ fn sources(args: &Args) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result
 }
 
 /// RGB24 frames decoded from a video by an `ffmpeg` child process.
-struct VideoFrames {
+pub(crate) struct VideoFrames {
     child: std::process::Child,
     stdout: std::process::ChildStdout,
     width: u32,
@@ -316,7 +316,7 @@ struct VideoFrames {
 }
 
 impl VideoFrames {
-    fn spawn(path: &Path, width: u32, height: u32) -> anyhow::Result<Self> {
+    pub(crate) fn spawn(path: &Path, width: u32, height: u32) -> anyhow::Result<Self> {
         if !path.is_file() {
             bail!("video {} does not exist", path.display());
         }
@@ -542,7 +542,7 @@ fn jpeg_size(b: &[u8]) -> anyhow::Result<(u32, u32)> {
 }
 
 /// A binary PPM (P6, maxval 255) as an RGB24 frame.
-fn ppm(b: &[u8]) -> anyhow::Result<Source> {
+pub(crate) fn ppm(b: &[u8]) -> anyhow::Result<Source> {
     let mut fields = Vec::new();
     let mut i = 0;
     while fields.len() < 4 && i < b.len() {

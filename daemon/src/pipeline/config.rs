@@ -106,6 +106,10 @@ pub struct PipelineConfig {
     /// for side-by-side comparisons on the real pipeline.
     #[serde(default = "d_scheduler")]
     pub scheduler: String,
+    /// Following each stream's objects across frames, and the detector interval
+    /// (`track_config.rs`; absent: off).
+    #[serde(default)]
+    pub track: Option<camdnn_vision::track::TrackerConfig>,
     /// The processing units.
     #[serde(rename = "processor")]
     pub processors: Vec<ProcessorEntry>,
@@ -258,6 +262,10 @@ pub struct ModelEntry {
     /// Output shapes the sim engine returns (per-item dims, batch excluded).
     #[serde(default)]
     pub sim_outputs: BTreeMap<String, Vec<usize>>,
+    /// When a tracked object's earlier result of this model stands for this frame's
+    /// (`camdnn_policy::reuse`; absent: inferred on every frame).
+    #[serde(default)]
+    pub reuse: Option<camdnn_policy::reuse::ReuseConfig>,
     /// TEST-ONLY fault injection on sim processors (failed loads, engine
     /// panics, stalls) to exercise recovery; never set it in production.
     #[serde(default)]
@@ -734,6 +742,7 @@ impl PipelineConfig {
                 bail!("pipeline.dispatch_ahead_ms = {h}: must be >= 0 (or left out)");
             }
         }
+        super::track_config::check(self)?;
         if self.max_in_flight == 0 || self.prep_threads == 0 || self.max_objects == 0 {
             bail!(
                 "pipeline.max_in_flight, pipeline.prep_threads and pipeline.max_objects must be at least 1"

@@ -8,8 +8,10 @@ pub mod health;
 pub mod models;
 mod onnx_meta;
 pub mod prep;
+pub mod reuse_value;
 pub mod runtime;
 mod step_thread;
+pub mod track_config;
 pub mod work;
 
 pub use build::{check, drop_unfit_policy, real_engine, scheduler, start, start_with, Built};
