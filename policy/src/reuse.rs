@@ -278,22 +278,26 @@ impl<R> StreamReuse<R> {
         if age_frames >= u64::from(cfg.reinfer_interval) {
             return Decision::Infer(Why::Interval);
         }
-        if !(age_ms <= cfg.max_age_ms) {
+        // NaN times, scores and boxes always infer.
+        if age_ms.is_nan() || age_ms > cfg.max_age_ms {
             return Decision::Infer(Why::TooOld);
         }
+        let below = |v: f32, m: f32| v.is_nan() || v < m;
         if cfg
             .min_score
-            .is_some_and(|m| s.score.is_none_or(|v| !(v >= m)))
+            .is_some_and(|m| s.score.is_none_or(|v| below(v, m)))
         {
             return Decision::Infer(Why::LowScore);
         }
         if !req.bbox.iter().all(|v| v.is_finite())
-            || cfg.min_iou.is_some_and(|m| !(iou(&req.bbox, &s.bbox) >= m))
+            || cfg
+                .min_iou
+                .is_some_and(|m| below(iou(&req.bbox, &s.bbox), m))
         {
             return Decision::Infer(Why::Moved);
         }
         let (a, b) = (area(&req.bbox), area(&s.bbox));
-        if !(a.max(b) <= a.min(b) * cfg.max_area_ratio) {
+        if a.max(b) > a.min(b) * cfg.max_area_ratio {
             return Decision::Infer(Why::Resized);
         }
         Decision::Reuse {

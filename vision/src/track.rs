@@ -385,7 +385,7 @@ impl<K: Hash + Eq + Clone> Tracks<K> {
         self.streams.len()
     }
 
-    /// Live tracks over every stream (the `camdnn_tracks_live` gauge).
+    /// Live tracks over every stream (what a live-tracks gauge shows).
     pub fn live(&self) -> usize {
         self.streams.values().map(|(t, _)| t.live()).sum()
     }

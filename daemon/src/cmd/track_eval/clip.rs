@@ -48,7 +48,7 @@ impl Pan {
     }
 
     /// Frames in the clip.
-    pub fn len(&self) -> usize {
+    pub fn frame_count(&self) -> usize {
         self.frames
     }
 
@@ -110,9 +110,9 @@ impl Clip {
     }
 
     /// Frames in the clip.
-    pub fn len(&self) -> usize {
+    pub fn frame_count(&self) -> usize {
         match self {
-            Clip::Pan(p) => p.len(),
+            Clip::Pan(p) => p.frame_count(),
             Clip::Video(v) => v.len(),
         }
     }

@@ -187,7 +187,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         detector_frames: 0,
     };
     graph.runs.iter_mut().for_each(|r| *r = 0);
-    let order = clip::order(clip.len(), args.shuffle);
+    let order = clip::order(clip.frame_count(), args.shuffle);
     let mut pre = Preprocessor::new();
     let mut max_live = 0usize;
     for (i, &t) in order.iter().enumerate() {
@@ -208,7 +208,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .map_or("clip order".to_string(), |s| format!("shuffled, seed {s}"));
     println!(
         "track-eval: {name}, {} frames in {order_name}, detector every {} frame(s)",
-        clip.len(),
+        clip.frame_count(),
         track.detector_interval
     );
     println!(
@@ -229,7 +229,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .collect::<Vec<_>>(),
     )
     .unwrap_or((0.0, 0.0));
-    println!("\ntracker: {med:.0} us per frame median ({p90:.0} p90), at most {max_live} live tracks; detector frames {} of {}", pass.detector_frames, clip.len());
+    println!("\ntracker: {med:.0} us per frame median ({p90:.0} p90), at most {max_live} live tracks; detector frames {} of {}", pass.detector_frames, clip.frame_count());
     let runs: Vec<String> = graph
         .runs
         .iter()
