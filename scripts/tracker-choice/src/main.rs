@@ -210,6 +210,7 @@ impl Under for Similari {
         "similari 0.26.2 SORT"
     }
     fn update(&mut self, frame: &[Obs]) -> Vec<Option<u64>> {
+        use similari::trackers::tracker_api::TrackerAPI;
         use similari::utils::bbox::BoundingBox;
         let boxes: Vec<_> = frame
             .iter()
