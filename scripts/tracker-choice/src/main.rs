@@ -212,18 +212,29 @@ impl Under for Similari {
     fn update(&mut self, frame: &[Obs]) -> Vec<Option<u64>> {
         use similari::trackers::tracker_api::TrackerAPI;
         use similari::utils::bbox::BoundingBox;
+        // Each box carries its index as similari's custom object id: the tracks come back
+        // in the tracker's order, not the input's.
         let boxes: Vec<_> = frame
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(i, o)| {
                 let b = o.bbox;
                 let bb =
                     BoundingBox::new_with_confidence(b[0], b[1], b[2] - b[0], b[3] - b[1], 1.0);
-                (bb.as_xyaah(), None)
+                (bb.as_xyaah(), Some(i as i64))
             })
             .collect();
         let out = self.t.predict(&boxes);
         self.t.clear_wasted();
-        out.iter().map(|t| Some(t.id)).collect()
+        let mut ids = vec![None; frame.len()];
+        for t in &out {
+            if let Some(i) = t.custom_object_id.and_then(|i| usize::try_from(i).ok()) {
+                if let Some(slot) = ids.get_mut(i) {
+                    *slot = Some(t.id);
+                }
+            }
+        }
+        ids
     }
 }
 
