@@ -35,11 +35,15 @@ pub struct TrackerConfig {
     #[serde(default = "d_min_iou")]
     pub min_iou: f32,
     /// Associated frames (the first one included) before a track is confirmed: a box seen
-    /// once is not yet an object whose results may be reused.
+    /// once is not yet an object whose results may be reused. With a detector interval of
+    /// k, a detection counts for k frames.
     #[serde(default = "d_birth_hits")]
     pub birth_hits: u32,
-    /// Frames a confirmed track lives on without an associated box (occlusion, a missed
-    /// detection, the frames between detector runs) before it dies.
+    /// Most frames a track lives on without an associated box (occlusion, a missed
+    /// detection). A track's credit grows by one per associated frame up to this and drops
+    /// by one per frame without; it dies when the credit is spent, so a track followed for
+    /// a few frames only dies sooner (norfair's hit counter). Frames the detector skipped
+    /// spend it too, and the next detection that associates gives it back.
     #[serde(default = "d_max_misses")]
     pub max_misses: u32,
     /// Most live tracks of one stream (confirmed or not); bounds its memory and the
@@ -183,6 +187,8 @@ pub struct StreamTracker {
     config: TrackerConfig,
     /// Frames seen (updates and carried frames), the first one is 1.
     frame: u64,
+    /// The frame of the last update with detections (0: none yet).
+    detected: u64,
 }
 
 impl std::fmt::Debug for StreamTracker {
@@ -212,6 +218,7 @@ impl StreamTracker {
             inner,
             config,
             frame: 0,
+            detected: 0,
         })
     }
 
@@ -241,7 +248,14 @@ impl StreamTracker {
                 Ok(d)
             })
             .collect::<Result<Vec<_>>>()?;
-        self.inner.update(detections, 1, None);
+        // A detection counts for the frames since the previous one, and at least for the
+        // detector interval (norfair's `period`): it gives back the credit the carried frames
+        // took, and a newborn track lives through the frames until the next detection.
+        let gap = (self.frame - self.detected).max(u64::from(self.config.detector_interval));
+        self.detected = self.frame;
+        self.inner
+            .update(detections, i32::try_from(gap).unwrap_or(i32::MAX), None);
+        self.bound();
         let mut out = vec![None; boxes.len()];
         for o in &self.inner.tracked_objects {
             let Some((frame, i)) = tag(o) else { continue };
@@ -250,12 +264,16 @@ impl StreamTracker {
             }
             out[i] = Some(Association {
                 track: track_id(o),
-                confirmed: !o.is_initializing,
+                confirmed: self.confirmed(o),
                 continued: o.age > 0,
             });
         }
-        self.bound();
         Ok(out)
+    }
+
+    /// A track is confirmed once norfair has initialised it; with `birth_hits` 1, at once.
+    fn confirmed(&self, o: &norfair_rs::TrackedObject) -> bool {
+        !o.is_initializing || self.config.birth_hits <= 1
     }
 
     /// A frame without detections (the detector skipped it): every track's box moves on by
@@ -268,7 +286,7 @@ impl StreamTracker {
         self.inner
             .tracked_objects
             .iter()
-            .filter(|o| !o.is_initializing && o.hit_counter >= 0)
+            .filter(|o| self.confirmed(o) && o.hit_counter >= 0)
             .filter_map(|o| {
                 let e = &o.estimate;
                 let bbox = BBox::new(

@@ -170,6 +170,44 @@ fn carried_boxes_move_on_with_the_motion_and_age() {
 }
 
 #[test]
+fn tracks_live_through_a_long_run_with_the_detector_on_every_fifth_frame() {
+    // The credit carried frames take is given back at each detection: with birth_hits 3 and
+    // max_misses 8, a walker detected on every 5th frame keeps one track for 200 frames.
+    let mut t = StreamTracker::new(TrackerConfig {
+        birth_hits: 3,
+        max_misses: 8,
+        detector_interval: 5,
+        ..TrackerConfig::default()
+    })
+    .unwrap();
+    let mut id = None;
+    for f in 0..200u32 {
+        let x = 50.0 + 2.0 * f as f32;
+        if f % 5 != 0 {
+            let carried = t.carry();
+            if id.is_some() {
+                assert_eq!(carried.len(), 1, "frame {f}");
+                assert_eq!(carried[0].box_age, f % 5, "frame {f}");
+            }
+            continue;
+        }
+        let a = t.update(&[person(x, 80.0)]).unwrap()[0].unwrap();
+        match id {
+            Some(i) => assert_eq!((a.track, a.continued, a.confirmed), (i, true, true), "frame {f}"),
+            None if a.confirmed => id = Some(a.track),
+            None => {}
+        }
+    }
+    assert!(id.is_some(), "the walker was confirmed");
+    // Once the walker is gone, the track dies within max_misses frames, carried or not.
+    for _ in 0..10 {
+        t.carry();
+    }
+    t.update(&[]).unwrap();
+    assert_eq!(t.live(), 0);
+}
+
+#[test]
 fn bad_boxes_and_bad_configs_are_refused_by_name() {
     let mut t = tracker(1, 5);
     let mut bad = person(0.0, 0.0);
