@@ -553,11 +553,18 @@ fn each_client_gets_results_in_the_version_it_speaks() {
             // An older client's decoder has no such fields: they are not on the wire.
             assert_eq!(tracked, (0, 0, 0), "version {want}");
         }
-        assert_eq!((o.class.clone(), o.outputs[0].model.as_str()), (ClassRef::Name("person".into()), "faceres"));
+        assert_eq!(
+            (o.class.clone(), o.outputs[0].model.as_str()),
+            (ClassRef::Name("person".into()), "faceres")
+        );
         sizes.push(bytes.len());
     }
     // Version 2 adds objects_dropped (4 bytes); version 3 the track id, the box age and the
     // output's age (12 bytes).
-    assert_eq!((sizes[1] - sizes[0], sizes[2] - sizes[1]), (4, 12), "{sizes:?}");
+    assert_eq!(
+        (sizes[1] - sizes[0], sizes[2] - sizes[1]),
+        (4, 12),
+        "{sizes:?}"
+    );
     server.shutdown();
 }

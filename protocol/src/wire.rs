@@ -15,8 +15,8 @@ pub const HEADER_LEN: usize = 12;
 ///
 /// Version 2 adds `objects_dropped` at the end of `Result` and the `Error` codes 10 (connection
 /// limit) and 11 (timeout); version 3 adds each object's track id and box age and each
-/// output's age to `Result`; everything else is as in version 1 (`docs/protocol.md`,
-/// "Versions").
+/// output's age to `Result`, and the `Rejected` reason 7 (too large); everything else is as in
+/// version 1 (`docs/protocol.md`, "Versions").
 pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Every protocol version this crate can encode and decode, lowest first.

@@ -193,7 +193,11 @@ fn tracks_live_through_a_long_run_with_the_detector_on_every_fifth_frame() {
         }
         let a = t.update(&[person(x, 80.0)]).unwrap()[0].unwrap();
         match id {
-            Some(i) => assert_eq!((a.track, a.continued, a.confirmed), (i, true, true), "frame {f}"),
+            Some(i) => assert_eq!(
+                (a.track, a.continued, a.confirmed),
+                (i, true, true),
+                "frame {f}"
+            ),
             None if a.confirmed => id = Some(a.track),
             None => {}
         }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use camdnn_policy::rng::Rng;
 use camdnn_vision::{BBox, Preprocessor, RgbImage};
 
-use crate::cmd::feed::{ppm, VideoFrames};
+use crate::cmd::feed::source::{ppm, Item, VideoFrames};
 
 /// A slow pan from the left edge to the right edge of a photo while zooming in from a view of
 /// two thirds of its width to four ninths, over `frames` frames, each scaled to 640 pixels
@@ -29,12 +29,13 @@ impl Pan {
                 path.display()
             )
         })?;
-        let s = ppm(&bytes).with_context(|| format!("in {}", path.display()))?;
-        let base = RgbImage::new(s.width, s.height, s.payload.to_vec())?;
+        let (width, height, _, payload) =
+            ppm(&bytes).with_context(|| format!("in {}", path.display()))?;
+        let base = RgbImage::new(width, height, payload.to_vec())?;
         if frames < 2 {
             bail!("--frames must be at least 2 for a pan");
         }
-        let out_h = (640.0 * s.height as f32 / s.width as f32).round().max(1.0) as u32;
+        let out_h = (640.0 * height as f32 / width as f32).round().max(1.0) as u32;
         Ok(Pan {
             base,
             frames,
@@ -99,9 +100,13 @@ impl Clip {
             );
         }
         let mut frames = Vec::new();
-        for s in VideoFrames::spawn(path, width, height)?.take(max) {
-            let s = s?;
-            frames.push(RgbImage::new(s.width, s.height, s.payload.to_vec())?);
+        for item in VideoFrames::spawn(path, (width, height))?.take(max) {
+            match item? {
+                Item::Frame(s) => {
+                    frames.push(RgbImage::new(s.width, s.height, s.payload.to_vec())?)
+                }
+                Item::Unreadable { label, error } => bail!("{label}: {error}"),
+            }
         }
         if frames.is_empty() {
             bail!("{} has no frames", path.display());

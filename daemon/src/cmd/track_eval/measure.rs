@@ -22,8 +22,9 @@ pub const POSE_AGREES_WITHIN: f32 = 0.1;
 pub enum Comparison {
     /// Mean keypoint distance over the box's longer side.
     Pose(f32),
-    /// Same gender label, and the age difference in years.
-    AgeGender(bool, f32),
+    /// Same gender label, and the age difference in years when both report an age (faceres's
+    /// age head is off by default).
+    AgeGender(bool, Option<f32>),
     /// Same best label.
     Label(bool),
 }
@@ -56,17 +57,13 @@ pub fn compare(
             .collect();
         return (!d.is_empty()).then(|| Comparison::Pose(d.iter().sum::<f32>() / d.len() as f32));
     }
-    if let (Some(ma), Some(mb), Some(aa), Some(ab)) = (
-        tensor(served, "male"),
-        tensor(reference, "male"),
-        tensor(served, "age"),
-        tensor(reference, "age"),
-    ) {
-        let (ma, mb, aa, ab) = (ma.first()?, mb.first()?, aa.first()?, ab.first()?);
-        return Some(Comparison::AgeGender(
-            (*ma > 0.5) == (*mb > 0.5),
-            (aa - ab).abs(),
-        ));
+    if let (Some(ma), Some(mb)) = (tensor(served, "male"), tensor(reference, "male")) {
+        let (ma, mb) = (ma.first()?, mb.first()?);
+        let age = match (tensor(served, "age"), tensor(reference, "age")) {
+            (Some(aa), Some(ab)) => Some((aa.first()? - ab.first()?).abs()),
+            _ => None,
+        };
+        return Some(Comparison::AgeGender((*ma > 0.5) == (*mb > 0.5), age));
     }
     match (served, reference) {
         (OutputValue::TopK(a), OutputValue::TopK(b)) => Some(Comparison::Label(
@@ -99,7 +96,7 @@ impl Agreement {
             Some(Comparison::Pose(e)) => self.pose.push(e),
             Some(Comparison::AgeGender(g, a)) => {
                 self.gender.push(g);
-                self.age.push(a);
+                self.age.extend(a);
             }
             Some(Comparison::Label(l)) => self.label.push(l),
             None => self.unmatched += 1,
@@ -232,11 +229,23 @@ mod tests {
         let b = BBox::new(0.0, 0.0, 1.0, 1.0);
         assert_eq!(
             compare(&face(0.9, 30.0), &face(0.6, 33.5), b),
-            Some(Comparison::AgeGender(true, 3.5))
+            Some(Comparison::AgeGender(true, Some(3.5)))
         );
         assert_eq!(
             compare(&face(0.4, 30.0), &face(0.6, 30.0), b),
-            Some(Comparison::AgeGender(false, 0.0))
+            Some(Comparison::AgeGender(false, Some(0.0)))
+        );
+        // faceres without its age head (the default): gender alone.
+        let gender = |male: f32| {
+            OutputValue::Tensors(vec![Tensor {
+                name: "male".into(),
+                dims: vec![1],
+                data: vec![male],
+            }])
+        };
+        assert_eq!(
+            compare(&gender(0.9), &gender(0.2), b),
+            Some(Comparison::AgeGender(false, None))
         );
         let top = |l: &str| {
             OutputValue::TopK(vec![Label {
