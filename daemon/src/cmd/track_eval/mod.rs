@@ -79,7 +79,7 @@ fn knobs(
     args: &Args,
 ) -> anyhow::Result<(TrackerConfig, Vec<Option<ReuseConfig>>)> {
     let p = &cfg.pipeline;
-    let mut track = p.track.clone().unwrap_or_default();
+    let mut track = p.track.unwrap_or_default();
     if let Some(k) = args.detector_interval {
         track.detector_interval = k;
     }
