@@ -192,15 +192,17 @@ class _Reader:
             raise ProtocolError("%d trailing bytes in body" % (len(self.body) - self.pos))
 
 
-def _outputs(r):
+def _outputs(r, version):
     outputs = []
     for _ in range(r.unpack("B", "n_outputs")):
         model = r.str("model")
+        # Version 3 on: frames since the result was inferred (0: on this frame).
+        age = {"age": r.unpack("I", "output_age")} if version >= 3 else {}
         kind = r.unpack("B", "output_kind")
         if kind == 0:
             topk = [(r.str("label"), r.unpack("f", "label_score"))
                     for _ in range(r.unpack("B", "n_labels"))]
-            outputs.append({"model": model, "topk": topk})
+            outputs.append({"model": model, "topk": topk, **age})
         elif kind == 1:
             tensors = []
             for _ in range(r.unpack("B", "n_tensors")):
@@ -212,7 +214,7 @@ def _outputs(r):
                 raw = r.take(4 * count, "tensor_data")
                 tensors.append({"name": name, "dims": dims,
                                 "data": list(struct.unpack("<%df" % count, raw))})
-            outputs.append({"model": model, "tensors": tensors})
+            outputs.append({"model": model, "tensors": tensors, **age})
         else:
             raise ProtocolError("output_kind %d unknown" % kind)
     return outputs
@@ -229,8 +231,13 @@ def _decode_body(kind, flags, body, version):
         objects = []
         for _ in range(r.unpack("H", "n_objects")):
             x0, y0, x1, y1, score = r.unpack("fffff", "object box")
-            objects.append({"bbox": (x0, y0, x1, y1), "score": score, "class": r.cls(),
-                            "outputs": _outputs(r)})
+            obj = {"bbox": (x0, y0, x1, y1), "score": score, "class": r.cls()}
+            if version >= 3:
+                # The object's track (0: not tracked) and the frames since the detector
+                # last saw its box.
+                obj["track_id"], obj["box_age"] = r.unpack("II", "track")
+            obj["outputs"] = _outputs(r, version)
+            objects.append(obj)
         # Version 2 on: objects over the server's per-frame cap, counted but not listed.
         dropped = r.unpack("I", "objects_dropped") if version >= 2 else 0
         msg = {"type": "result", "stream_id": stream_id, "seq": seq,

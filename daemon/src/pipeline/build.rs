@@ -177,6 +177,9 @@ pub fn start_with(
 ) -> anyhow::Result<Built> {
     let p = &cfg.pipeline;
     let system = check(cfg)?;
+    if p.track.is_some() || p.models.iter().any(|m| m.reuse.is_some()) {
+        tracing::warn!("[pipeline.track] and the models' reuse are checked but not applied by the serving pipeline yet: every frame runs the detector and every object is inferred (camdnnd track-eval applies them to a clip)");
+    }
     let models: Vec<ModelRuntime> = p
         .models
         .iter()

@@ -134,6 +134,9 @@ impl FrameData {
                     },
                     class: o.class,
                     score: o.score,
+                    // No tracking in the frame path: every box is new.
+                    track_id: 0,
+                    box_age: 0,
                     outputs: o.outputs,
                 })
                 .collect(),

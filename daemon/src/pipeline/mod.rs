@@ -16,9 +16,11 @@ mod onnx_meta;
 mod outputs;
 pub mod prep;
 mod processors;
+pub mod reuse_value;
 pub mod runtime;
 pub mod stall;
 mod step_thread;
+pub mod track_config;
 pub mod units;
 pub mod work;
 

@@ -156,6 +156,8 @@ impl Reader<'_> {
         obj.outputs.push(Output {
             model: m.name.clone(),
             value,
+            // Inferred on this frame (reuse is not in the frame path).
+            age: 0,
         });
         match verdict {
             Verdict::Keep | Verdict::Part(_) => {}

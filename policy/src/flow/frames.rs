@@ -110,11 +110,19 @@ impl<S: SchedulerSlot> FrameFlow<S> {
             return;
         };
         f.fanned_out = true;
-        if requests.is_empty() {
-            return;
-        }
         let (arrival, behind_ms, deadline) = (f.arrival_ms, f.behind_ms, f.deadline_ms);
         let root_items = f.root_items;
+        if requests.is_empty() {
+            // Nothing to drop or admit, but the step plans for what the
+            // camera sees: an empty scene too.
+            let scene = self
+                .scene
+                .scene(&self.view, &self.counts(&requests), root_items);
+            let sched = self.sched.get();
+            self.stepper
+                .observe_scene(sched, &self.view, &self.cluster, now, scene);
+            return;
+        }
         if let Some(limit) = behind_ms {
             let waited = now - arrival;
             if behind_at_fan_out(&self.view, &self.cluster, &self.placer, now, waited, limit) {

@@ -12,7 +12,7 @@
 
 mod annotate;
 mod answer;
-mod source;
+pub(crate) mod source;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
