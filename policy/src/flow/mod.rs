@@ -203,7 +203,7 @@ impl<S: SchedulerSlot> FrameFlow<S> {
         // A frame comes before the timers due at its arrival (a step at
         // that instant counts it); timers due earlier fire first.
         if matches!(event, Event::FrameIn(_)) {
-            self.fire_timers(now.next_down());
+            self.fire_timers(just_before(now));
         } else {
             self.fire_timers(now);
         }
@@ -341,5 +341,14 @@ impl<S: SchedulerSlot> FrameFlow<S> {
         if self.cfg.log {
             self.log.push(d);
         }
+    }
+}
+
+/// The largest time before `t` (ms), for timers due strictly before it.
+fn just_before(t: f64) -> f64 {
+    if t.is_finite() && t > 0.0 {
+        f64::from_bits(t.to_bits() - 1)
+    } else {
+        t - f64::MIN_POSITIVE
     }
 }
