@@ -1,5 +1,5 @@
 //! Words about how the project was made, not about the product: rounds of
-//! work by ordinal ("the fifteenth session"), issue and item numbers,
+//! work counted by ordinal (see `ORDINALS`), issue and item numbers,
 //! "not kept" diaries and dated diary headings. History lives in git.
 
 use std::path::Path;
