@@ -31,33 +31,36 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Folders never searched for docs or code: build output, git, and what
-/// `scripts/setup.sh` puts beside the sources (all git-ignored).
-pub const NOT_SOURCES: [&str; 8] = [
-    ".git",
-    "target",
-    ".venv",
-    ".venv-litert",
-    "models",
-    "testdata",
-    "node_modules",
-    "ilmodel/out",
-];
+/// Folders never searched for docs or code besides the root `.gitignore`'s
+/// anchored entries: git's own folder and package caches.
+const ALWAYS_SKIPPED: [&str; 2] = [".git", "node_modules"];
 
-/// Whether `rel` (relative to the repository root) lies in a folder of
-/// [`NOT_SOURCES`].
-pub fn is_not_source(rel: &Path) -> bool {
-    NOT_SOURCES.iter().any(|dir| rel.starts_with(dir))
+/// Folders (relative to `root`) never searched: [`ALWAYS_SKIPPED`] and every
+/// anchored, glob-free entry of the root `.gitignore` (build output, models,
+/// virtualenvs, the cross toolchain: whatever `scripts/setup.sh` puts beside
+/// the sources).
+pub fn not_sources(root: &Path) -> Vec<PathBuf> {
+    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
+    ALWAYS_SKIPPED
+        .iter()
+        .map(PathBuf::from)
+        .chain(ignore.lines().filter_map(|line| {
+            let entry = line.trim().strip_prefix('/')?.trim_end_matches('/');
+            let plain = !entry.is_empty() && !entry.contains(['*', '?', '[', '!']);
+            plain.then(|| PathBuf::from(entry))
+        }))
+        .collect()
 }
 
 /// Every file under `root` whose name satisfies `keep`, relative to `root`,
-/// sorted, outside [`NOT_SOURCES`]; symlinks are not followed.
+/// sorted, outside [`not_sources`]; symlinks are not followed.
 pub fn files_under(root: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let skipped = not_sources(root);
     let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
         .into_iter()
         .filter_entry(|e| {
             let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-            !is_not_source(rel)
+            !skipped.iter().any(|dir| rel.starts_with(dir))
         })
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file() && keep(e.path()))

@@ -6,7 +6,14 @@ use super::{Doc, Problem};
 
 /// Where paths in docs may point without being in a clean clone: build
 /// output, what `scripts/setup.sh` downloads, and scratch folders.
-const GENERATED: [&str; 5] = ["target", "models", "testdata", ".venv", ".venv-litert"];
+const GENERATED: [&str; 6] = [
+    "target",
+    "models",
+    "testdata",
+    ".venv",
+    ".venv-litert",
+    ".cross",
+];
 
 /// Every relative link of `doc` (in `file`, relative to `root`) whose file
 /// or folder does not exist.

@@ -236,3 +236,26 @@ fn an_unknown_subcommand_or_flag_is_flagged_and_known_ones_pass() {
     ];
     assert_eq!(found, expect);
 }
+
+#[test]
+fn folders_the_root_gitignore_anchors_are_not_searched() {
+    let root = tempfile::tempdir().unwrap();
+    let write = |rel: &str| {
+        let path = root.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "# x\n").unwrap();
+    };
+    std::fs::write(root.path().join(".gitignore"), "/.cross/\n/out\n*.log\n").unwrap();
+    for rel in [
+        "README.md",
+        ".cross/venv/README.md",
+        "out/README.md",
+        "docs/README.md",
+    ] {
+        write(rel);
+    }
+    assert_eq!(
+        super::doc_files(root.path()),
+        [PathBuf::from("README.md"), PathBuf::from("docs/README.md")]
+    );
+}
