@@ -135,6 +135,34 @@ fn a_run_stuck_past_its_limit_is_answered_and_the_processor_serves_on() {
     built.pipeline.shutdown();
 }
 
+/// Frames whose runs hang stop counting against the admission limit once
+/// their batches are late by their own run time, so the frames that do not
+/// need the stuck model get in (up to as many again as the limit); the
+/// hung frames are answered at their runs' limit and the room shrinks back.
+#[test]
+fn frames_stuck_on_a_hung_run_make_room_for_the_others() {
+    let mut cfg = config();
+    cfg.pipeline.stall.run_timeout_floor_ms = 5_000.0;
+    stall(&mut cfg, "inception_v1", vec![2, 3], 6_000);
+    let built = pipeline::start(&cfg).unwrap();
+    let p = &built.pipeline;
+    let limit = p.max_in_flight();
+    let hung: Vec<_> = (0..limit as u64)
+        .map(|seq| submit(p, frame(seq, "person")))
+        .collect();
+    wait_for("room for as many more frames as are stuck", || {
+        p.max_in_flight() == 2 * limit
+    });
+    let car = submit(p, frame(9, "car")).blocking_recv().unwrap();
+    assert!(matches!(car, Outcome::Done(_)), "{car:?}");
+    for h in hung {
+        let o = h.blocking_recv().unwrap();
+        assert_eq!(o, Outcome::Dropped(DropReason::ProcessingFailed));
+    }
+    wait_for("the room shrinks back", || p.max_in_flight() == limit);
+    built.pipeline.shutdown();
+}
+
 /// With no stuck thread allowed, the first stuck run retires its
 /// processor: readiness says so, and frames are still answered by the
 /// other processors.

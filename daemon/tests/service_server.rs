@@ -238,6 +238,35 @@ fn a_waiting_frame_is_answered_at_its_deadline_while_the_processor_is_stalled() 
     server.shutdown();
 }
 
+/// The processor's room can grow with nothing finishing (a pipeline lets
+/// more frames in while some are stuck on a stalled unit): a waiting frame
+/// is admitted then, without waiting for the stalled frame to come back.
+#[test]
+fn a_waiting_frame_enters_when_the_processor_makes_room_while_stalled() {
+    let p = FakeProcessor::new(Some(Duration::from_secs(10)), 1);
+    let server = TestServer::start(cfg(), p.clone());
+    let mut raw = raw::Raw::connect(&server.socket);
+    raw.send_frame(&frame(2, 0)); // stalls the processor for 10 s
+    while p.submitted.load(Ordering::SeqCst) < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    raw.send_frame(&frame(3, 0));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(p.submitted.load(Ordering::SeqCst), 1, "no room yet");
+    p.limit.store(2, Ordering::SeqCst);
+    // Nothing else happens on the server: only its own look at the room
+    // lets the waiting frame in, long before the stalled one is back.
+    let t0 = std::time::Instant::now();
+    while p.submitted.load(Ordering::SeqCst) < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the waiting frame was not admitted while the processor stalled"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.shutdown();
+}
+
 #[test]
 fn priority_decides_which_waiting_frame_goes_first() {
     let p = FakeProcessor::new(Some(Duration::from_millis(300)), 1);

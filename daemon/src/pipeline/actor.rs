@@ -104,6 +104,9 @@ pub(super) struct Actor {
     pub prep: PrepPool,
     pub step_thread: StepThread,
     pub in_flight: Arc<AtomicUsize>,
+    /// Frames the flow sees stuck on a stalled processor
+    /// ([`camdnn_policy::flow::FrameFlow::stuck_frames`]).
+    pub stuck: Arc<AtomicUsize>,
     pub drop_queued: Arc<AtomicBool>,
     /// Off-thread work asked for (preparations, steps), numbered in order.
     pub next_ticket: u64,
@@ -210,6 +213,8 @@ impl Actor {
         for e in effects {
             self.carry_out(e);
         }
+        self.stuck
+            .store(self.flow.stuck_frames(), Ordering::Release);
     }
 
     fn submit(

@@ -57,7 +57,9 @@ pub trait FrameProcessor: Send + Sync + 'static {
     );
 
     /// Frames the pipeline works on at once before the server should hold
-    /// new ones back (the admission limit).
+    /// new ones back (the admission limit). It may grow without a frame
+    /// finishing (frames stuck on a stalled unit stop counting); the server
+    /// looks again while frames wait.
     fn max_in_flight(&self) -> usize;
 
     /// True once every model is loaded and warmed up, and while the

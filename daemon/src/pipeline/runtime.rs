@@ -31,6 +31,9 @@ pub struct Pipeline {
     tx: mpsc::Sender<Event>,
     max_in_flight: usize,
     in_flight: Arc<AtomicUsize>,
+    /// Frames stuck on a stalled processor: as many more may enter, up to
+    /// `max_in_flight` more.
+    stuck: Arc<AtomicUsize>,
     /// An [`Event::Dropped`] is queued and not yet handled.
     drop_queued: Arc<AtomicBool>,
     work: Arc<WorkEstimate>,
@@ -58,7 +61,8 @@ impl FrameProcessor for Pipeline {
     }
 
     fn max_in_flight(&self) -> usize {
-        self.max_in_flight
+        let stuck = self.stuck.load(Ordering::Acquire);
+        self.max_in_flight + stuck.min(self.max_in_flight)
     }
 
     fn frame_dropped(&self) {
@@ -164,6 +168,7 @@ pub struct Parts {
 /// The actor for `parts`, sending to `tx`, and the pipeline's shared state.
 pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Actor, Shared)> {
     let in_flight = Arc::new(AtomicUsize::new(0));
+    let stuck = Arc::new(AtomicUsize::new(0));
     let drop_queued = Arc::new(AtomicBool::new(false));
     let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
     let prepared = tx.clone();
@@ -215,6 +220,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
             move |ticket, step| tx.send(Event::StepComputed(ticket, step)).is_ok()
         }),
         in_flight: Arc::clone(&in_flight),
+        stuck: Arc::clone(&stuck),
         drop_queued: Arc::clone(&drop_queued),
         next_ticket: 0,
         next_in_order: 0,
@@ -222,6 +228,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
     };
     let shared = Shared {
         in_flight,
+        stuck,
         drop_queued,
         work,
         health,
@@ -232,6 +239,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
 /// What the pipeline handle shares with its actor.
 pub(super) struct Shared {
     in_flight: Arc<AtomicUsize>,
+    stuck: Arc<AtomicUsize>,
     drop_queued: Arc<AtomicBool>,
     work: Arc<WorkEstimate>,
     health: Arc<PipelineHealth>,
@@ -249,6 +257,7 @@ pub fn start(parts: Parts) -> anyhow::Result<Pipeline> {
     let (mut actor, shared) = actor(parts, tx.clone())?;
     let Shared {
         in_flight,
+        stuck,
         drop_queued,
         work,
         health,
@@ -261,6 +270,7 @@ pub fn start(parts: Parts) -> anyhow::Result<Pipeline> {
         tx,
         max_in_flight,
         in_flight,
+        stuck,
         drop_queued,
         work,
         health,

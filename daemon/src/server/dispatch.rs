@@ -13,6 +13,9 @@ use super::admission::{Admission, Next, Offer, StreamKey, Waiting};
 use super::metrics;
 use crate::pipeline::{deadline_instant, FrameProcessor, Outcome};
 
+/// While frames wait for room, the table is pumped at least this often.
+pub const ROOM_POLL: Duration = Duration::from_millis(50);
+
 /// Where the server is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -114,11 +117,10 @@ pub(crate) struct Dispatch {
     processor: RwLock<Arc<dyn FrameProcessor>>,
     phase: watch::Sender<Phase>,
     idle: Notify,
-    /// A waiting frame with a deadline was queued (the deadline timer
-    /// looks again at the earliest).
-    deadline_added: Notify,
-    /// Whether the deadline timer runs.
-    deadline_timer: AtomicBool,
+    /// A frame was queued to wait (the waiting timer looks again).
+    frame_queued: Notify,
+    /// Whether the waiting timer runs ([`Dispatch::watch_waiting`]).
+    waiting_timer: AtomicBool,
 }
 
 impl Dispatch {
@@ -133,8 +135,8 @@ impl Dispatch {
             processor: RwLock::new(processor),
             phase: watch::channel(Phase::Running).0,
             idle: Notify::new(),
-            deadline_added: Notify::new(),
-            deadline_timer: AtomicBool::new(false),
+            frame_queued: Notify::new(),
+            waiting_timer: AtomicBool::new(false),
         }
     }
 
@@ -221,10 +223,8 @@ impl Dispatch {
         }
         match offer {
             Offer::Queued => {
-                if deadline.is_some() {
-                    self.watch_deadlines();
-                    self.deadline_added.notify_one();
-                }
+                self.watch_waiting();
+                self.frame_queued.notify_one();
             }
             Offer::Superseded(old) => {
                 old.reply
@@ -245,22 +245,31 @@ impl Dispatch {
         self.pump();
     }
 
-    /// Starts, once, the task that answers each waiting frame at its
-    /// deadline: while the processor is stalled nothing else moves the
-    /// table (a frame admitted meanwhile is the pipeline's own deadline
-    /// timer's).
-    fn watch_deadlines(self: &Arc<Self>) {
-        if self.deadline_timer.swap(true, Ordering::AcqRel) {
+    /// Starts, once, the task that moves the table when nothing else does:
+    /// it answers each waiting frame at its deadline, and while frames wait
+    /// it pumps at least every [`ROOM_POLL`], because the processor's room
+    /// can grow without a frame finishing (frames stuck on a stalled unit
+    /// stop counting, `FrameProcessor::max_in_flight`). A frame admitted
+    /// meanwhile is the pipeline's own deadline timer's.
+    fn watch_waiting(self: &Arc<Self>) {
+        if self.waiting_timer.swap(true, Ordering::AcqRel) {
             return;
         }
         let this = Arc::clone(self);
         tokio::spawn(async move {
             loop {
-                let added = this.deadline_added.notified();
-                let earliest = this.table().earliest_deadline();
-                match earliest {
-                    Some(d) => tokio::select! {
-                        _ = tokio::time::sleep_until(d.into()) => this.pump(),
+                let added = this.frame_queued.notified();
+                let wake = {
+                    let table = this.table();
+                    let poll = (table.pending() > 0).then(|| Instant::now() + ROOM_POLL);
+                    match (table.earliest_deadline(), poll) {
+                        (Some(d), Some(p)) => Some(d.min(p)),
+                        (d, p) => d.or(p),
+                    }
+                };
+                match wake {
+                    Some(at) => tokio::select! {
+                        _ = tokio::time::sleep_until(at.into()) => this.pump(),
                         _ = added => {}
                     },
                     None => added.await,

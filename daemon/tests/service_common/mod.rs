@@ -21,8 +21,9 @@ use tokio::sync::oneshot;
 pub struct FakeProcessor {
     /// Time to "process" a frame; `None`: never answer (hold the reply).
     pub delay: Option<Duration>,
-    /// The admission limit it reports.
-    pub limit: usize,
+    /// The admission limit it reports (a test may raise it, as a pipeline
+    /// does while frames are stuck on a stalled unit).
+    pub limit: AtomicUsize,
     /// What `is_ready` says.
     pub ready: AtomicBool,
     /// Frames submitted.
@@ -43,7 +44,7 @@ impl FakeProcessor {
     pub fn new(delay: Option<Duration>, limit: usize) -> Arc<Self> {
         Arc::new(Self {
             delay,
-            limit,
+            limit: AtomicUsize::new(limit),
             ready: AtomicBool::new(true),
             submitted: AtomicUsize::new(0),
             inside: Arc::new(AtomicUsize::new(0)),
@@ -93,7 +94,7 @@ impl FrameProcessor for FakeProcessor {
     }
 
     fn max_in_flight(&self) -> usize {
-        self.limit
+        self.limit.load(Ordering::SeqCst)
     }
 
     fn frame_dropped(&self) {

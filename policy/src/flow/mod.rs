@@ -19,9 +19,11 @@
 //! batcher, which releases groups to the placer (late binding), which asks
 //! the scheduler for a host and runs the batch on the [`Cluster`]; each
 //! finished item releases its children's requests the same way; when
-//! nothing of it is left it is answered. Before every event, timers due by
-//! then fire in a fixed order: batcher timers, deadlines, load retries, held
-//! batches, the global step ([`crate::stepper::Stepper`]).
+//! nothing of it is left it is answered. Before every event a processor
+//! whose oldest batch is overdue by its own run time is seen busy for as
+//! long again, then timers due by then fire in a fixed order: batcher
+//! timers, deadlines, load retries, held batches, the global step
+//! ([`crate::stepper::Stepper`]).
 
 mod config;
 mod event;
@@ -116,6 +118,10 @@ struct BatchState {
     proc: ProcId,
     objects: Vec<u32>,
     mark: FinishMark,
+    /// Its finish as placed, ms.
+    planned_finish_ms: f64,
+    /// Its profiled run time when placed, ms.
+    run_ms: f64,
 }
 
 /// The frame flow (see the module doc).
@@ -200,6 +206,7 @@ impl<S: SchedulerSlot> FrameFlow<S> {
     /// effects are in [`FrameFlow::take_effects`].
     pub fn handle(&mut self, now: f64, event: Event) {
         self.now_ms = self.now_ms.max(now);
+        self.hold_overdue(now);
         // A frame comes before the timers due at its arrival (a step at
         // that instant counts it); timers due earlier fire first.
         if matches!(event, Event::FrameIn(_)) {
@@ -260,6 +267,7 @@ impl<S: SchedulerSlot> FrameFlow<S> {
             .min(deadline)
             .min(self.retries.next_due().unwrap_or(f64::INFINITY))
             .min(self.placer.wake_ms(&self.view, &self.cluster, self.now_ms))
+            .min(self.next_overdue_ms())
             .min(step)
     }
 
@@ -341,6 +349,71 @@ impl<S: SchedulerSlot> FrameFlow<S> {
         if self.cfg.log {
             self.log.push(d);
         }
+    }
+}
+
+impl<S: SchedulerSlot> FrameFlow<S> {
+    /// Per processor, its outstanding batch expected to finish first, with
+    /// that expected finish.
+    fn oldest_batches(&self) -> BTreeMap<ProcId, (f64, &BatchState)> {
+        let mut oldest: BTreeMap<ProcId, (f64, &BatchState)> = BTreeMap::new();
+        for b in self.batches.values() {
+            let expected = self.cluster.expected_finish(b.mark);
+            let slot = oldest.entry(b.proc).or_insert((expected, b));
+            if expected < slot.0 {
+                *slot = (expected, b);
+            }
+        }
+        oldest
+    }
+
+    /// When a processor's oldest batch is first seen overdue, ms: past its
+    /// expected finish and late by its own run time.
+    fn overdue_from(expected: f64, b: &BatchState) -> f64 {
+        expected.max(b.planned_finish_ms + b.run_ms)
+    }
+
+    /// A processor whose oldest outstanding batch is still out past its
+    /// expected finish, late by at least its own profiled run time (so it
+    /// takes at least twice as long as planned, or hangs until its run
+    /// limit answers it), is seen busy for as long again as the batch is
+    /// late, so new batches go to processors that are not stuck. The
+    /// batch's real finish corrects the estimate back.
+    fn hold_overdue(&mut self, now: f64) {
+        let held: Vec<(FinishMark, f64)> = self
+            .oldest_batches()
+            .into_values()
+            .filter(|(expected, b)| b.run_ms.is_finite() && now >= Self::overdue_from(*expected, b))
+            .map(|(_, b)| (b.mark, now + (now - b.planned_finish_ms)))
+            .collect();
+        for (mark, until) in held {
+            self.cluster.correct_finish(mark, until);
+        }
+    }
+
+    /// Frames with a batch late by at least its own run time (a processor
+    /// hangs on it, or runs it at half speed or worse): the daemon lets as
+    /// many more frames in, so a stalled processor does not hold the frames
+    /// that do not need it.
+    pub fn stuck_frames(&self) -> usize {
+        let now = self.now_ms;
+        let stuck: std::collections::BTreeSet<FrameId> = self
+            .batches
+            .values()
+            .filter(|b| b.run_ms.is_finite() && now >= b.planned_finish_ms + b.run_ms)
+            .map(|b| b.frame)
+            .collect();
+        stuck.len()
+    }
+
+    /// When [`FrameFlow::hold_overdue`] next has something to do, ms.
+    fn next_overdue_ms(&self) -> f64 {
+        self.oldest_batches()
+            .into_values()
+            .filter(|(_, b)| b.run_ms.is_finite())
+            .map(|(expected, b)| Self::overdue_from(expected, b))
+            .filter(|t| *t > self.now_ms)
+            .fold(f64::INFINITY, f64::min)
     }
 }
 

@@ -163,6 +163,8 @@ impl<S: SchedulerSlot> FrameFlow<S> {
                 proc: b.proc,
                 objects: objects.clone(),
                 mark: self.cluster.finish_mark(b.proc, p.finish_ms),
+                planned_finish_ms: p.finish_ms,
+                run_ms: self.view.exec_ms(b.model, b.proc, b.size),
             },
         );
         let loads = p.load_ms > 0.0;
