@@ -46,6 +46,9 @@ pub enum VisionError {
     /// JPEG bytes could not be decoded.
     #[error("JPEG frame: {0}")]
     Jpeg(String),
+    /// A PPM file could not be read.
+    #[error("PPM file: {0}")]
+    Ppm(String),
     /// A tensor handed to a decoder or post-processor has the wrong shape or length.
     #[error("{what}: {detail}")]
     Tensor {

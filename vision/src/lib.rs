@@ -46,6 +46,7 @@ mod nms;
 mod normalize;
 pub mod pose;
 pub mod pose_face;
+mod ppm;
 mod resize;
 mod routing;
 pub mod ssd;
@@ -57,6 +58,7 @@ pub use frame::{jpeg_min_bytes, Frame, PixelFormat, RgbImage, MAX_SIDE};
 pub use geometry::{BBox, Detection};
 pub use nms::{nms, NmsConfig};
 pub use normalize::{ChannelOrder, Layout, NormConfig, Normalizer, Tensor};
+pub use ppm::read_ppm;
 pub use resize::{crop_fit_transform, Crop, Placement, Preprocessor, Transform};
 pub use routing::{keep_best, RoutedObject, Router, RoutingConfig};
 

@@ -42,22 +42,6 @@ pub struct Rgb {
     pub data: Vec<u8>,
 }
 
-fn ppm_token<'a>(bytes: &'a [u8], pos: &mut usize) -> &'a str {
-    while bytes[*pos].is_ascii_whitespace() || bytes[*pos] == b'#' {
-        if bytes[*pos] == b'#' {
-            while bytes[*pos] != b'\n' {
-                *pos += 1;
-            }
-        }
-        *pos += 1;
-    }
-    let start = *pos;
-    while !bytes[*pos].is_ascii_whitespace() {
-        *pos += 1;
-    }
-    std::str::from_utf8(&bytes[start..*pos]).unwrap()
-}
-
 /// Reads `testdata/NAME` (made by scripts/fetch_test_images.sh).
 pub fn test_image(name: &str) -> Rgb {
     let path = root().join("testdata").join(name);
@@ -71,32 +55,12 @@ pub fn test_image(name: &str) -> Rgb {
 }
 
 fn parse_ppm(bytes: &[u8], path: &Path) -> Rgb {
-    let mut pos = 0;
-    assert_eq!(
-        ppm_token(bytes, &mut pos),
-        "P6",
-        "{} is not a binary PPM",
-        path.display()
-    );
-    let width: u32 = ppm_token(bytes, &mut pos).parse().unwrap();
-    let height: u32 = ppm_token(bytes, &mut pos).parse().unwrap();
-    assert_eq!(
-        ppm_token(bytes, &mut pos),
-        "255",
-        "{}: maxval must be 255",
-        path.display()
-    );
-    let data = bytes[pos + 1..].to_vec();
-    assert_eq!(
-        data.len(),
-        (width * height * 3) as usize,
-        "{} is truncated",
-        path.display()
-    );
+    let image = camdnn_vision::read_ppm(bytes)
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/fetch_test_images.sh", path.display()));
     Rgb {
-        width,
-        height,
-        data,
+        width: image.width(),
+        height: image.height(),
+        data: image.into_data(),
     }
 }
 

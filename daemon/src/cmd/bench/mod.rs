@@ -1099,8 +1099,10 @@ fn image_frames(path: &Path, n: usize) -> anyhow::Result<Vec<BenchFrame>> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let is_ppm = path.extension().and_then(|e| e.to_str()) == Some("ppm");
     let (width, height, format, payload) = if is_ppm {
-        let (w, h, rgb) = parse_ppm(&bytes).with_context(|| format!("in {}", path.display()))?;
-        (w, h, PixelFormat::Rgb24, rgb)
+        let rgb =
+            camdnn_vision::read_ppm(&bytes).with_context(|| format!("in {}", path.display()))?;
+        let (w, h) = (rgb.width(), rgb.height());
+        (w, h, PixelFormat::Rgb24, rgb.into_data())
     } else {
         let decoded = camdnn_vision::Frame::jpeg(bytes.clone()).with_context(|| {
             format!(
@@ -1127,45 +1129,6 @@ fn image_frames(path: &Path, n: usize) -> anyhow::Result<Vec<BenchFrame>> {
             },
         })
         .collect())
-}
-
-/// A binary PPM (`P6`, maxval 255): width, height and the RGB bytes.
-fn parse_ppm(bytes: &[u8]) -> anyhow::Result<(u32, u32, Vec<u8>)> {
-    let mut fields = Vec::new();
-    let mut at = 0;
-    while fields.len() < 4 {
-        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
-            at += 1;
-        }
-        if bytes.get(at) == Some(&b'#') {
-            while at < bytes.len() && bytes[at] != b'\n' {
-                at += 1;
-            }
-            continue;
-        }
-        let start = at;
-        while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
-            at += 1;
-        }
-        if start == at {
-            bail!("truncated PPM header");
-        }
-        fields.push(String::from_utf8_lossy(&bytes[start..at]).into_owned());
-    }
-    if fields[0] != "P6" || fields[3] != "255" {
-        bail!("not a binary PPM with maxval 255 (P6 ... 255)");
-    }
-    let w: u32 = fields[1].parse().context("PPM width")?;
-    let h: u32 = fields[2].parse().context("PPM height")?;
-    let data = &bytes[(at + 1).min(bytes.len())..];
-    let need = w as usize * h as usize * 3;
-    if data.len() < need {
-        bail!(
-            "PPM says {w}x{h} but has {} of {need} pixel bytes",
-            data.len()
-        );
-    }
-    Ok((w, h, data[..need].to_vec()))
 }
 
 fn heaviest(frames: &[BenchFrame]) -> Option<&BenchFrame> {

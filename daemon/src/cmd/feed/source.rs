@@ -244,45 +244,9 @@ pub(super) fn jpeg_size(b: &[u8]) -> anyhow::Result<(u32, u32)> {
 
 /// A binary PPM (P6, maxval 255) as an RGB24 frame.
 pub(crate) fn ppm(b: &[u8]) -> anyhow::Result<Pixels> {
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 && i < b.len() {
-        if b[i] == b'#' {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i].is_ascii_whitespace() {
-            i += 1;
-        } else {
-            let s = i;
-            while i < b.len() && !b[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            fields.push(String::from_utf8_lossy(&b[s..i]).into_owned());
-        }
-    }
-    i += 1; // the single whitespace after maxval
-    if fields.len() < 4 || fields[0] != "P6" {
-        bail!("not a binary PPM (P6) file");
-    }
-    let num = |s: &str, what: &str| -> anyhow::Result<u32> {
-        s.parse().with_context(|| format!("PPM {what} {s:?}"))
-    };
-    let (w, h, max) = (
-        num(&fields[1], "width")?,
-        num(&fields[2], "height")?,
-        num(&fields[3], "maxval")?,
-    );
-    if max != 255 {
-        bail!("PPM maxval {max}; only 255 (8-bit) is supported");
-    }
-    let need = PixelFormat::Rgb24
-        .raw_len(w, h)
-        .context("PPM size overflows")? as usize;
-    let data = b
-        .get(i..i + need)
-        .with_context(|| format!("PPM {w}x{h} needs {need} pixel bytes, the file is too short"))?;
-    Ok((w, h, PixelFormat::Rgb24, Bytes::copy_from_slice(data)))
+    let image = camdnn_vision::read_ppm(b)?;
+    let (w, h) = (image.width(), image.height());
+    Ok((w, h, PixelFormat::Rgb24, Bytes::from(image.into_data())))
 }
 
 /// The first video stream's width and height, read by `ffprobe`.
