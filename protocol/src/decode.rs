@@ -3,13 +3,14 @@
 use bytes::Bytes;
 
 use crate::error::{BodyError, DecodeError};
+use crate::header::Header;
 use crate::message::{
     BBox, ClassRef, ClientMessage, Deadline, DropReason, Dropped, ErrorCode, Frame, FrameResult,
     Hello, Label, ObjectResult, Output, OutputValue, PixelFormat, RejectReason, Rejected,
     ServerError, ServerMessage, Tensor, Timing, UpstreamDetection, Welcome,
 };
 use crate::validate;
-use crate::wire::{flags, Header, MessageType, HEADER_LEN};
+use crate::wire::{flags, MessageType, HEADER_LEN};
 
 /// A bounds-checked cursor over one message body.
 pub(crate) struct Reader<'a> {

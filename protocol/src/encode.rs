@@ -3,13 +3,14 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::error::{BodyError, EncodeError};
+use crate::header::Header;
 use crate::message::{
     BBox, ClassRef, ClientMessage, Deadline, Frame, FrameResult, Hello, ObjectResult, OutputValue,
     ServerMessage, Welcome,
 };
 use crate::validate;
 use crate::wire::{
-    flags, Header, MessageType, HANDSHAKE_VERSION, HEADER_LEN, PROTOCOL_VERSION, SUPPORTED_VERSIONS,
+    flags, MessageType, HANDSHAKE_VERSION, HEADER_LEN, PROTOCOL_VERSION, SUPPORTED_VERSIONS,
 };
 
 /// Writes one whole message in protocol `version` (the handshake's own messages always carry

@@ -15,6 +15,7 @@ mod codec;
 mod decode;
 mod encode;
 mod error;
+mod header;
 mod message;
 mod reconnect;
 mod validate;
