@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::command::{Command, LoadReport, Reply, RunReport};
 use crate::supervise::Shared;
-use crate::worker::{Command, LoadReport, Reply, RunReport};
 use crate::{EngineError, LoadedModel, ProcessorConfig};
 
 /// Starts the thread serving `shared`'s commands as executor `generation`.

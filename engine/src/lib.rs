@@ -10,6 +10,7 @@
 //! Batching: a model whose batch dim is dynamic runs batch k in one call
 //! ([`BatchMode::Native`]); a fixed-batch model runs k / b calls ([`BatchMode::Loop`]).
 
+mod command;
 mod config;
 mod engine;
 mod error;
@@ -24,14 +25,15 @@ mod throttled;
 mod tract_engine;
 mod worker;
 
+pub use command::{Command, LoadReport, Reply, RunLimit, RunReport};
 pub use config::{EngineKind, ModelFormat, ModelSource, OrtProvider, ProcessorConfig, QnnOptions};
 pub use engine::{Engine, LoadedModel};
 pub use error::EngineError;
 pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
 pub use ort_engine::{dev_ort_library, packaged_ort_library, OrtEngine};
 pub use sim::{SimEngine, SimFaults, SimModelSpec};
-pub use supervise::{RunLimit, StuckCommand, Supervision, WorkerStatus, DEFAULT_MAX_ABANDONED};
+pub use supervise::{StuckCommand, Supervision, WorkerStatus, DEFAULT_MAX_ABANDONED};
 pub use tensor::{DType, Tensor, TensorData};
 pub use throttled::{Throttle, ThrottledEngine};
 pub use tract_engine::TractEngine;
-pub use worker::{Command, LoadReport, Reply, RunReport, Worker, WorkerHandle};
+pub use worker::{Worker, WorkerHandle};

@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::worker::Command;
+use crate::command::Command;
 use crate::{Engine, EngineError, ProcessorConfig};
 
 /// Abandoned threads a worker allows by default ([`Supervision`]).
@@ -42,17 +42,6 @@ impl Default for Supervision {
             max_abandoned: DEFAULT_MAX_ABANDONED,
         }
     }
-}
-
-/// How long one run may take before the worker gives up on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunLimit {
-    /// A run of a batch size the model is prepared for.
-    pub warm: Duration,
-    /// A run that first prepares the model for its batch size
-    /// ([`crate::LoadedModel::prepared_for`] is false: tract builds a plan,
-    /// which costs about a load).
-    pub cold: Duration,
 }
 
 /// A command whose thread was abandoned and is still inside the engine.
