@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod check_config;
 pub mod feed;
+mod image_file;
 pub mod profile;
 pub mod recovery;
 pub mod serve;

@@ -1087,18 +1087,9 @@ fn upstream_frames(
     Ok(out)
 }
 
-/// A binary .ppm or JPEG file decoded to RGB, as the pipeline would decode
-/// it arriving as a frame.
-pub(crate) fn read_image(path: &Path) -> anyhow::Result<camdnn_vision::RgbImage> {
-    let frames = image_frames(path, 1)?;
-    crate::pipeline::prep::decode(&frames[0].frame)
-        .map_err(|(_, message)| anyhow::anyhow!("{}: {message}", path.display()))
-}
-
 fn image_frames(path: &Path, n: usize) -> anyhow::Result<Vec<BenchFrame>> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let is_ppm = path.extension().and_then(|e| e.to_str()) == Some("ppm");
-    let (width, height, format, payload) = if is_ppm {
+    let (width, height, format, payload) = if super::image_file::is_ppm(path) {
         let rgb =
             camdnn_vision::read_ppm(&bytes).with_context(|| format!("in {}", path.display()))?;
         let (w, h) = (rgb.width(), rgb.height());

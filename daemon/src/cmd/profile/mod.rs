@@ -135,7 +135,7 @@ fn ms(d: Duration) -> f64 {
 /// its pyramid's scales: crops would be inputs it never runs (the OCR
 /// detector ran 66 ms on the page and 77-80 ms with crops of it mixed in).
 fn sample_inputs(cfg: &DaemonConfig, image: Option<&Path>) -> anyhow::Result<Vec<Vec<Tensor>>> {
-    let image = image.map(crate::cmd::bench::read_image).transpose()?;
+    let image = image.map(super::image_file::read_image).transpose()?;
     let mut pre = camdnn_vision::Preprocessor::new();
     let wanted = cfg.pipeline.max_batch.max(1);
     let mut out = Vec::new();
