@@ -9,9 +9,11 @@ use camdnn_policy::sim::{default_deadline_ms, fmt_delay, Accounting};
 use camdnn_policy::stats::{bootstrap_median, MedianCi};
 use camdnn_policy::System;
 
+use super::scrape::{delta, internals, scrape};
 use super::sequential::{Pool, Run};
+use super::stream::{drive, BenchFrame, Pace};
 use super::work::{self, Answers, Work};
-use super::{delta, drive, internals, python, scrape, Args, BenchFrame, Figures, Pace};
+use super::{python, Args, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline;
 

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use camdnn_policy::stats::{bootstrap_median, MedianCi, Summary};
 use camdnn_policy::System;
 
-use super::{drive, BenchFrame, Pace};
+use super::stream::{drive, BenchFrame, Pace};
 use crate::config::DaemonConfig;
 use crate::pipeline;
 use crate::pipeline::config::ThrottleDrill;

@@ -17,8 +17,9 @@ use camdnn_protocol::ClassRef;
 use serde_json::json;
 
 use super::sequential::Run;
+use super::stream::BenchFrame;
 use super::work::{self, Answers, Work};
-use super::{Args, BenchFrame, Figures};
+use super::{Args, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline::config::{ModelEntry, OutputSpec};
 

@@ -18,8 +18,9 @@ use camdnn_policy::{ModelId, ProcId, System};
 use camdnn_protocol::ClassRef;
 use camdnn_vision::{BBox, Detection, Preprocessor, RgbImage, Transform};
 
+use super::stream::BenchFrame;
 use super::work::{self, Answers, Work};
-use super::{BenchFrame, Figures};
+use super::Figures;
 use crate::config::DaemonConfig;
 use crate::pipeline::config::ProcessorEntry;
 use crate::pipeline::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
