@@ -77,48 +77,8 @@ pub fn run(
     if !(opts.window_ms.is_finite() && opts.window_ms > 0.0) {
         bail!("--window-s must be a positive number of seconds");
     }
-    let from = cfg
-        .throttles
-        .iter()
-        .map(|t| t.from_ms)
-        .fold(f64::INFINITY, f64::min);
-    let until = cfg.throttles.iter().map(|t| t.until_ms).fold(0.0, f64::max);
-    let shares = |r: &SimReport| windowed_goodput(&r.frames, opts.deadline_ms, opts.window_ms);
-    // The best fixed schedule on the board as it runs before/after, and while
-    // throttled: every candidate planned with the right profile, no surprise.
-    let steady = SimConfig {
-        throttles: Vec::new(),
-        adapt: None,
-        ..cfg.clone()
-    };
-    let hot = throttled_board(system, &cfg.throttles);
-    let best = |board: &System| -> anyhow::Result<(String, Shares)> {
-        let mut out: Option<(String, f64, Shares)> = None;
-        for name in std::iter::once(opts.camdnn).chain(FIXED) {
-            let r = simulate(board, make(name)?.as_mut(), trace, &steady)?;
-            let w = shares(&r);
-            let during: Vec<f64> = w
-                .iter()
-                .filter(|(t, _)| *t >= from && *t < until)
-                .map(|x| x.1)
-                .collect();
-            let score = during.iter().sum::<f64>() / during.len().max(1) as f64
-                + r.goodput(opts.deadline_ms) * 1e-6;
-            if out.as_ref().is_none_or(|o| score > o.1) {
-                out = Some((r.scheduler.clone(), score, w));
-            }
-        }
-        let (name, _, w) = out.expect("at least one candidate");
-        Ok((name, w))
-    };
-    let (hot_name, hot_ref) = best(&hot)?;
-    let (cool_name, cool_ref) = best(system)?;
-    let reference: Vec<(f64, f64)> = cool_ref
-        .iter()
-        .zip(&hot_ref)
-        .map(|(c, h)| if c.0 >= from && c.0 < until { *h } else { *c })
-        .collect();
-
+    let span = Throttled::of(cfg);
+    let reference = Reference::best(system, trace, cfg, opts, make, span)?;
     let adapting = SimConfig {
         adapt: Some(cfg.adapt.clone().unwrap_or_default()),
         ..cfg.clone()
@@ -141,7 +101,108 @@ pub fn run(
             simulate(system, make("heft")?.as_mut(), trace, &epoch_only)?,
         ),
     ];
+    print_header(system, trace, cfg, opts, &reference);
+    print_table(opts, span, &reference, &runs);
+    print_windows(opts, &reference, &runs);
+    Ok(())
+}
 
+/// When the throttles slow the board: from the first one's start to the
+/// last one's end, ms.
+#[derive(Clone, Copy)]
+struct Throttled {
+    from: f64,
+    until: f64,
+}
+
+impl Throttled {
+    fn of(cfg: &SimConfig) -> Throttled {
+        Throttled {
+            from: cfg
+                .throttles
+                .iter()
+                .map(|t| t.from_ms)
+                .fold(f64::INFINITY, f64::min),
+            until: cfg.throttles.iter().map(|t| t.until_ms).fold(0.0, f64::max),
+        }
+    }
+
+    /// The mean share of the windows of `w` that start in [a, b).
+    fn mean_share(w: &[(f64, f64)], a: f64, b: f64) -> f64 {
+        let v: Vec<f64> = w
+            .iter()
+            .filter(|(t, _)| *t >= a && *t < b)
+            .map(|x| x.1)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    }
+}
+
+/// The reference: the best fixed schedule on the board as it runs
+/// before and after the throttles, and while throttled, every candidate
+/// planned with the right profile (no surprise).
+struct Reference {
+    hot_name: String,
+    cool_name: String,
+    shares: Shares,
+}
+
+impl Reference {
+    fn best(
+        system: &System,
+        trace: &Trace,
+        cfg: &SimConfig,
+        opts: &Options,
+        make: &Make,
+        span: Throttled,
+    ) -> anyhow::Result<Reference> {
+        let steady = SimConfig {
+            throttles: Vec::new(),
+            adapt: None,
+            ..cfg.clone()
+        };
+        let best = |board: &System| -> anyhow::Result<(String, Shares)> {
+            let mut out: Option<(String, f64, Shares)> = None;
+            for name in std::iter::once(opts.camdnn).chain(FIXED) {
+                let r = simulate(board, make(name)?.as_mut(), trace, &steady)?;
+                let w = windowed_goodput(&r.frames, opts.deadline_ms, opts.window_ms);
+                let score = Throttled::mean_share(&w, span.from, span.until)
+                    + r.goodput(opts.deadline_ms) * 1e-6;
+                if out.as_ref().is_none_or(|o| score > o.1) {
+                    out = Some((r.scheduler.clone(), score, w));
+                }
+            }
+            let (name, _, w) = out.expect("at least one candidate");
+            Ok((name, w))
+        };
+        let (hot_name, hot) = best(&throttled_board(system, &cfg.throttles))?;
+        let (cool_name, cool) = best(system)?;
+        let shares = cool
+            .iter()
+            .zip(&hot)
+            .map(|(c, h)| {
+                if c.0 >= span.from && c.0 < span.until {
+                    *h
+                } else {
+                    *c
+                }
+            })
+            .collect();
+        Ok(Reference {
+            hot_name,
+            cool_name,
+            shares,
+        })
+    }
+}
+
+fn print_header(
+    system: &System,
+    trace: &Trace,
+    cfg: &SimConfig,
+    opts: &Options,
+    reference: &Reference,
+) {
     let names: Vec<String> = cfg
         .throttles
         .iter()
@@ -169,8 +230,20 @@ pub fn run(
         names.join(", ")
     );
     println!(
-        "reference = best fixed schedule planned with the right profile: {hot_name} on the throttled board while throttled, {cool_name} on the nominal board otherwise"
+        "reference = best fixed schedule planned with the right profile: {} on the throttled board while throttled, {} on the nominal board otherwise",
+        reference.hot_name, reference.cool_name
     );
+}
+
+/// Each run's on-time share overall, while throttled and after, and how
+/// long it took to recover and to restore, beside the reference's.
+fn print_table(
+    opts: &Options,
+    span: Throttled,
+    reference: &Reference,
+    runs: &[(String, SimReport)],
+) {
+    let Throttled { from, until } = span;
     println!(
         "\n{:<26} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
         "scheduler",
@@ -183,63 +256,64 @@ pub fn run(
         "drifts",
         "reprobes"
     );
-    let span = |w: &[(f64, f64)], a: f64, b: f64| {
-        let v: Vec<f64> = w
-            .iter()
-            .filter(|(t, _)| *t >= a && *t < b)
-            .map(|x| x.1)
-            .collect();
-        v.iter().sum::<f64>() / v.len().max(1) as f64
-    };
     let fmt_rec = |r: Option<f64>| r.map_or("never".into(), |s| format!("{s:.1}"));
     let after = |w: &[(f64, f64)]| {
         if until.is_finite() {
-            format!("{:.1}%", span(w, until, f64::INFINITY) * 100.0)
+            format!(
+                "{:.1}%",
+                Throttled::mean_share(w, until, f64::INFINITY) * 100.0
+            )
         } else {
             "-".into()
         }
     };
+    let r = &reference.shares;
     println!(
         "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
         "reference",
-        span(&reference, 0.0, f64::INFINITY) * 100.0,
-        span(&reference, from, until) * 100.0,
-        after(&reference),
+        Throttled::mean_share(r, 0.0, f64::INFINITY) * 100.0,
+        Throttled::mean_share(r, from, until) * 100.0,
+        after(r),
         "-",
         "-",
         "-",
         "-",
         "-"
     );
-    for (name, r) in &runs {
-        let w = shares(r);
+    for (name, run) in runs {
+        let w = windowed_goodput(&run.frames, opts.deadline_ms, opts.window_ms);
         println!(
             "{:<26} {:>7.1}% {:>8.1}% {:>9} {:>11} {:>11} {:>9} {:>7} {:>8}",
             name,
-            r.goodput(opts.deadline_ms) * 100.0,
-            span(&w, from, until) * 100.0,
+            run.goodput(opts.deadline_ms) * 100.0,
+            Throttled::mean_share(&w, from, until) * 100.0,
             after(&w),
-            fmt_rec(recovery_s(&w, &reference, from, until)),
+            fmt_rec(recovery_s(&w, r, from, until)),
             if until.is_finite() {
-                fmt_rec(recovery_s(&w, &reference, until, f64::INFINITY))
+                fmt_rec(recovery_s(&w, r, until, f64::INFINITY))
             } else {
                 "-".into()
             },
-            r.triggered_epochs,
-            r.adapt.map_or("-".into(), |a| a.drifts.to_string()),
-            r.adapt.map_or("-".into(), |a| a.reprobes.to_string()),
+            run.triggered_epochs,
+            run.adapt.map_or("-".into(), |a| a.drifts.to_string()),
+            run.adapt.map_or("-".into(), |a| a.reprobes.to_string()),
         );
     }
     println!(
         "\non-time = share of offered frames answered within the deadline (drops are misses);\nrecover(s) = from the slow-down until every later {:.1} s window before the restore is within 10% of the reference's; restore(s) likewise after it",
         opts.window_ms / 1000.0
     );
-    println!("\nper window (s: reference / {}):", {
-        let n: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
-        n.join(" / ")
-    });
-    let per_run: Vec<Vec<(f64, f64)>> = runs.iter().map(|(_, r)| shares(r)).collect();
-    for (n, (t, rf)) in reference.iter().enumerate() {
+}
+
+/// The on-time share of every window, the reference's first.
+fn print_windows(opts: &Options, reference: &Reference, runs: &[(String, SimReport)]) {
+    let names: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    println!("\nper window (s: reference / {}):", names.join(" / "));
+    let per_run: Vec<Shares> = runs
+        .iter()
+        .map(|(_, r)| windowed_goodput(&r.frames, opts.deadline_ms, opts.window_ms))
+        .collect();
+    for (n, (t, rf)) in reference.shares.iter().enumerate() {
         let cells: Vec<String> = per_run
             .iter()
             .map(|w| {
@@ -254,7 +328,6 @@ pub fn run(
             cells.join(" ")
         );
     }
-    Ok(())
 }
 
 /// Seconds from `from_ms` to the first window from which every window
