@@ -9,13 +9,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_protocol::{BBox, ClassRef, Frame, PixelFormat, RejectReason, UpstreamDetection};
-use tokio::sync::oneshot;
 
 struct Counting;
 
@@ -82,11 +80,9 @@ fn det(class: ClassRef, score: f32) -> UpstreamDetection {
 }
 
 fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
-    let (tx, rx) = oneshot::channel();
-    let now = Instant::now();
-    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
-    p.submit(f, now, deadline, tx);
-    rx.blocking_recv().expect("every frame is answered")
+    p.submit_now(f)
+        .blocking_recv()
+        .expect("every frame is answered")
 }
 
 /// One classifier input of this config (224 x 224 x 3 f32). The bound `docs/operations.md`

@@ -52,14 +52,6 @@ fn frame(seq: u64, objects: &[(&str, f32)]) -> Frame {
     }
 }
 
-fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
-    let (tx, rx) = oneshot::channel();
-    let now = Instant::now();
-    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
-    p.submit(f, now, deadline, tx);
-    rx
-}
-
 #[test]
 fn upstream_detections_are_classified_by_their_routed_models() {
     classifies_every_routed_object(&config());
@@ -108,7 +100,7 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
         ("dog", 0.5),
     ];
     let rxs: Vec<_> = (0..6)
-        .map(|s| submit(&built.pipeline, frame(s, &objects)))
+        .map(|s| built.pipeline.submit_now(frame(s, &objects)))
         .collect();
     for (s, rx) in rxs.into_iter().enumerate() {
         let Outcome::Done(r) = rx.blocking_recv().unwrap() else {
@@ -172,7 +164,11 @@ fn the_global_step_runs_an_epoch_after_the_last_with_the_frames_offered() {
     cfg.pipeline.epoch_ms = 1000.0;
     let (built, steps) = start_recording(&cfg);
     let rxs: Vec<_> = (0..6)
-        .map(|s| submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)])))
+        .map(|s| {
+            built
+                .pipeline
+                .submit_now(frame(s, &[("person", 0.9), ("car", 0.8)]))
+        })
         .collect();
     for rx in rxs {
         assert!(matches!(rx.blocking_recv().unwrap(), Outcome::Done(_)));
@@ -247,7 +243,7 @@ fn a_frame_whose_deadline_passes_in_a_stalled_run_is_answered_at_it() {
     f.detections = None;
     f.deadline = Some(camdnn_protocol::Deadline::RelativeUs(500_000));
     let submitted = Instant::now();
-    match submit(&built.pipeline, f).blocking_recv().unwrap() {
+    match built.pipeline.submit_now(f).blocking_recv().unwrap() {
         Outcome::Dropped(DropReason::DeadlinePassed) => {}
         other => panic!("expected a drop at the deadline, got {other:?}"),
     }
@@ -273,7 +269,7 @@ fn frames_without_detections_run_the_detector() {
     let built = pipeline::start(&config()).unwrap();
     let mut f = frame(1, &[]);
     f.detections = None;
-    let Outcome::Done(r) = submit(&built.pipeline, f).blocking_recv().unwrap() else {
+    let Outcome::Done(r) = built.pipeline.submit_now(f).blocking_recv().unwrap() else {
         panic!()
     };
     // The sim detector returns zeros: nothing scores above the threshold.
@@ -287,8 +283,8 @@ fn undecodable_frames_are_rejected_and_others_still_served() {
     let mut bad = frame(1, &[("person", 0.9)]);
     bad.pixel_format = PixelFormat::Jpeg;
     bad.payload = Bytes::from_static(b"not a jpeg at all");
-    let bad_rx = submit(&built.pipeline, bad);
-    let good_rx = submit(&built.pipeline, frame(2, &[("person", 0.9)]));
+    let bad_rx = built.pipeline.submit_now(bad);
+    let good_rx = built.pipeline.submit_now(frame(2, &[("person", 0.9)]));
     match bad_rx.blocking_recv().unwrap() {
         Outcome::Rejected(_, msg) => assert!(!msg.is_empty()),
         other => panic!("expected a rejection, got {other:?}"),
@@ -301,7 +297,7 @@ fn shutdown_answers_every_frame_in_flight() {
     let built = pipeline::start(&config()).unwrap();
     let many: Vec<(&str, f32)> = (0..20).map(|_| ("person", 0.9)).collect();
     let rxs: Vec<_> = (0..5)
-        .map(|s| submit(&built.pipeline, frame(s, &many)))
+        .map(|s| built.pipeline.submit_now(frame(s, &many)))
         .collect();
     built.pipeline.shutdown();
     for rx in rxs {
@@ -339,7 +335,7 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
     let built = pipeline::start(&cfg).unwrap();
     let objects = [("person", 0.9), ("car", 0.8), ("bicycle", 0.7)];
     let rxs: Vec<_> = (0..3)
-        .map(|s| submit(&built.pipeline, frame(s, &objects)))
+        .map(|s| built.pipeline.submit_now(frame(s, &objects)))
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -403,8 +399,8 @@ fn a_frame_that_cannot_make_its_deadline_is_dropped_at_admission() {
     hopeless.deadline = Some(camdnn_protocol::Deadline::RelativeUs(500));
     let mut relaxed = frame(2, &objects);
     relaxed.deadline = Some(camdnn_protocol::Deadline::RelativeUs(60_000_000));
-    let rx_hopeless = submit(p, hopeless);
-    let rx_relaxed = submit(p, relaxed);
+    let rx_hopeless = p.submit_now(hopeless);
+    let rx_relaxed = p.submit_now(relaxed);
     match rx_hopeless.blocking_recv().unwrap() {
         Outcome::Dropped(DropReason::DeadlinePassed) => {}
         other => panic!("expected a deadline drop, got {other:?}"),
@@ -479,7 +475,7 @@ fn frames_while_a_heavy_one_runs(
 ) -> (Outcome, Vec<Outcome>) {
     let classes = ["person", "car", "bicycle"];
     let heavy: Vec<(&str, f32)> = (0..60).map(|n| (classes[n % 3], 0.9)).collect();
-    let mut first = submit(p, frame(1, &heavy));
+    let mut first = p.submit_now(frame(1, &heavy));
     let mut small = Vec::new();
     let answer = loop {
         match first.try_recv() {
@@ -488,10 +484,7 @@ fn frames_while_a_heavy_one_runs(
             Err(e) => panic!("the heavy frame's answer was lost: {e}"),
         }
         assert!(small.len() < 2000, "the heavy frame took over 10 s");
-        small.push(submit(
-            p,
-            frame(2 + small.len() as u64, objects(small.len())),
-        ));
+        small.push(p.submit_now(frame(2 + small.len() as u64, objects(small.len()))));
         std::thread::sleep(Duration::from_millis(5));
     };
     let outcomes = small
@@ -715,7 +708,9 @@ fn frames_are_answered_while_a_global_step_is_computed() {
     let (built, open, log, _) = start_gated(&cfg, false);
     wait_for("no global step started", || !log.lock().unwrap().is_empty());
     for s in 0..3 {
-        let rx = submit(&built.pipeline, frame(s, &[("person", 0.9), ("car", 0.8)]));
+        let rx = built
+            .pipeline
+            .submit_now(frame(s, &[("person", 0.9), ("car", 0.8)]));
         assert!(matches!(outcome(rx), Outcome::Done(_)));
     }
     assert_eq!(*log.lock().unwrap(), vec!["start"], "one step, still away");
@@ -725,7 +720,7 @@ fn frames_are_answered_while_a_global_step_is_computed() {
     });
     drop(open); // the later steps' gates stand open
     wait_for("no step after it", || log.lock().unwrap().len() >= 4);
-    let rx = submit(&built.pipeline, frame(3, &[("person", 0.9)]));
+    let rx = built.pipeline.submit_now(frame(3, &[("person", 0.9)]));
     assert!(matches!(outcome(rx), Outcome::Done(_)));
     built.pipeline.shutdown();
     let log = log.lock().unwrap();
@@ -776,7 +771,9 @@ fn a_global_step_that_panics_leaves_the_pipeline_serving() {
         log.lock().unwrap().len() >= 3
     });
     assert!(built.is_alive());
-    let rx = submit(&built.pipeline, frame(1, &[("person", 0.9), ("car", 0.8)]));
+    let rx = built
+        .pipeline
+        .submit_now(frame(1, &[("person", 0.9), ("car", 0.8)]));
     assert!(matches!(outcome(rx), Outcome::Done(_)));
     built.pipeline.shutdown();
     let log = log.lock().unwrap();
@@ -862,7 +859,7 @@ fn the_first_frame_loads_a_detector_resident_nowhere_instead_of_being_dropped() 
     for seq in 1..=2 {
         let mut f = frame(seq, &[]);
         f.detections = None;
-        match submit(&built.pipeline, f).blocking_recv().unwrap() {
+        match built.pipeline.submit_now(f).blocking_recv().unwrap() {
             Outcome::Done(r) => assert!(r.objects.is_empty(), "{r:?}"),
             other => panic!("frame {seq}: {other:?}"),
         }

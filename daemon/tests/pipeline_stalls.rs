@@ -15,7 +15,6 @@ use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
 use camdnn_protocol::{BBox, ClassRef, DropReason, Frame, PixelFormat, UpstreamDetection};
-use tokio::sync::oneshot;
 
 /// The sim config with short run limits: a sim run takes at most 151 ms,
 /// so a 1 s floor is every run's limit.
@@ -72,14 +71,6 @@ fn frame(seq: u64, class: &str) -> Frame {
     }
 }
 
-fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
-    let (tx, rx) = oneshot::channel();
-    let now = Instant::now();
-    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
-    p.submit(f, now, deadline, tx);
-    rx
-}
-
 /// Waits up to 30 s for `done`, failing with `what`.
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -102,7 +93,7 @@ fn a_run_stuck_past_its_limit_is_answered_and_the_processor_serves_on() {
     let built = pipeline::start(&cfg).unwrap();
     let p = &built.pipeline;
     assert!(p.is_ready());
-    let first = submit(p, frame(0, "person")).blocking_recv().unwrap();
+    let first = p.submit_now(frame(0, "person")).blocking_recv().unwrap();
     assert_eq!(first, Outcome::Dropped(DropReason::ProcessingFailed));
     let reason = p
         .not_ready_reason()
@@ -113,14 +104,14 @@ fn a_run_stuck_past_its_limit_is_answered_and_the_processor_serves_on() {
     );
     assert!(p.is_alive(), "the pipeline still works: {reason}");
     // A car frame does not need the stuck model: it is served meanwhile.
-    let car = submit(p, frame(1, "car")).blocking_recv().unwrap();
+    let car = p.submit_now(frame(1, "car")).blocking_recv().unwrap();
     assert!(matches!(car, Outcome::Done(_)), "{car:?}");
     wait_for("ready again once the stuck thread is back", || p.is_ready());
     // Each processor's second run of the model hangs once: a few person
     // frames may meet another one; then persons are classified again.
     let mut outcomes = Vec::new();
     for seq in 2..10 {
-        let o = submit(p, frame(seq, "person")).blocking_recv().unwrap();
+        let o = p.submit_now(frame(seq, "person")).blocking_recv().unwrap();
         let done =
             matches!(&o, Outcome::Done(r) if r.objects[0].outputs[0].model == "inception_v1");
         outcomes.push(o);
@@ -148,12 +139,12 @@ fn frames_stuck_on_a_hung_run_make_room_for_the_others() {
     let p = &built.pipeline;
     let limit = p.max_in_flight();
     let hung: Vec<_> = (0..limit as u64)
-        .map(|seq| submit(p, frame(seq, "person")))
+        .map(|seq| p.submit_now(frame(seq, "person")))
         .collect();
     wait_for("room for as many more frames as are stuck", || {
         p.max_in_flight() == 2 * limit
     });
-    let car = submit(p, frame(9, "car")).blocking_recv().unwrap();
+    let car = p.submit_now(frame(9, "car")).blocking_recv().unwrap();
     assert!(matches!(car, Outcome::Done(_)), "{car:?}");
     for h in hung {
         let o = h.blocking_recv().unwrap();
@@ -173,13 +164,13 @@ fn a_processor_with_too_many_stuck_threads_retires_and_the_others_serve() {
     stall(&mut cfg, "squeezenet", vec![2], 6_000);
     let built = pipeline::start(&cfg).unwrap();
     let p = &built.pipeline;
-    let first = submit(p, frame(0, "car")).blocking_recv().unwrap();
+    let first = p.submit_now(frame(0, "car")).blocking_recv().unwrap();
     assert_eq!(first, Outcome::Dropped(DropReason::ProcessingFailed));
     wait_for("the retired worker is seen", || {
         p.not_ready_reason()
             .is_some_and(|r| r.contains("the worker retired") && r.contains("worker thread ended"))
     });
-    let person = submit(p, frame(1, "person")).blocking_recv().unwrap();
+    let person = p.submit_now(frame(1, "person")).blocking_recv().unwrap();
     assert!(matches!(person, Outcome::Done(_)), "{person:?}");
     built.pipeline.shutdown();
 }
@@ -195,7 +186,7 @@ fn a_pipeline_where_nothing_moves_is_not_alive() {
     stall(&mut cfg, "inception_v1", vec![2], 3_000);
     let built = pipeline::start(&cfg).unwrap();
     let p = &built.pipeline;
-    let rx = submit(p, frame(0, "person"));
+    let rx = p.submit_now(frame(0, "person"));
     wait_for("stalled", || !p.is_alive());
     let reason = p.not_ready_reason().expect("not ready");
     assert!(reason.starts_with("stalled: 1 frame(s) inside"), "{reason}");

@@ -56,6 +56,16 @@ pub trait FrameProcessor: Send + Sync + 'static {
         reply: oneshot::Sender<Outcome>,
     );
 
+    /// Submits `frame` as received now (its deadline counted from now, as
+    /// the server counts it); its outcome arrives on the receiver.
+    fn submit_now(&self, frame: Frame) -> oneshot::Receiver<Outcome> {
+        let (tx, rx) = oneshot::channel();
+        let now = Instant::now();
+        let deadline = deadline_instant(frame.deadline, now);
+        self.submit(frame, now, deadline, tx);
+        rx
+    }
+
     /// Frames the pipeline works on at once before the server should hold
     /// new ones back (the admission limit). It may grow without a frame
     /// finishing (frames stuck on a stalled unit stop counting); the server

@@ -4,14 +4,12 @@
 #![allow(dead_code)] // each test binary uses a subset
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{FrameProcessor, Outcome};
 use camdnn_engine::{EngineKind, OrtProvider};
 use camdnn_protocol::{Frame, PixelFormat, UpstreamDetection};
-use tokio::sync::oneshot;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -82,11 +80,9 @@ pub fn frame(seq: u64, img: &Rgb, detections: Option<Vec<UpstreamDetection>>) ->
 
 /// Submits a frame and waits for its outcome.
 pub fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
-    let (tx, rx) = oneshot::channel();
-    let now = Instant::now();
-    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
-    p.submit(f, now, deadline, tx);
-    rx.blocking_recv().expect("every frame is answered")
+    p.submit_now(f)
+        .blocking_recv()
+        .expect("every frame is answered")
 }
 
 /// The shipped config `name` as shipped ("mixed": cpu-tract + cpu-ort) and
