@@ -23,7 +23,8 @@ Usage:
          faceres.onnx): CenterNet on the photo stretched to 512x512 (RGB
          0-255), score 0.2 and class-agnostic NMS 0.4 (cv2.dnn.NMSBoxes) ->
          per person MoveNet on the box padded to a square, 192x192 -> the face
-         box from the nose, eyes and ears -> faceres on it, 224x224. Image:
+         box from the nose, eyes and ears (seen from the front, >= 48 px) -> faceres
+         on it, 224x224. Image:
          cv2.cvtColor(cv2.imread(PATH), cv2.COLOR_BGR2RGB). --match-graph has
          no effect (there are no package defaults).
 
@@ -215,19 +216,26 @@ def street_graph(image_path, threads, _match_graph):
         return sess.run(None, {sess.get_inputs()[0].name: x[None].astype(np.float32)})
 
     def face_box(k):
+        # vision/src/pose_face.rs: nose and eyes seen, in a front view's order, side >= 48 px.
         nose, le, re = k[0], k[1], k[2]
         if min(nose[2], le[2], re[2]) < 0.3:
             return None
-        eye = np.hypot(le[0] - re[0], le[1] - re[1])
-        side = max(2.5 * eye, 3 * abs(nose[1] - (le[1] + re[1]) / 2))
+        ex, ey = le[0] - re[0], le[1] - re[1]
+        if ex * (nose[1] - re[1]) - ey * (nose[0] - re[0]) <= 0:
+            return None
+        eye = np.hypot(ex, ey)
+        drop = np.hypot(nose[0] - (le[0] + re[0]) / 2, nose[1] - (le[1] + re[1]) / 2)
+        side = max(2.9 * eye, 3 * drop)
         if min(k[3][2], k[4][2]) >= 0.3:
-            side = max(side, np.hypot(k[3][0] - k[4][0], k[3][1] - k[4][1]))
+            side = max(side, 1.25 * np.hypot(k[3][0] - k[4][0], k[3][1] - k[4][1]))
         side *= 1.2
+        if side < 48:
+            return None
         cx = (nose[0] + le[0] + re[0]) / 3
-        cy = (nose[1] + le[1] + re[1]) / 3 + side / 6
+        cy = (nose[1] + le[1] + re[1]) / 3 + 0.125 * side
         x0, y0 = max(0, int(cx - side / 2)), max(0, int(cy - side / 2))
         x1, y1 = min(w, int(cx + side / 2)), min(h, int(cy + side / 2))
-        return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
+        return (x0, y0, x1, y1) if x1 - x0 >= 48 and y1 - y0 >= 48 else None
 
     def frame():
         rows = run(det, cv2.resize(img, (512, 512), interpolation=cv2.INTER_LINEAR))[0][0]

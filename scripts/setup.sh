@@ -57,3 +57,6 @@ echo "setup: done"
 bash scripts/fetch_models.sh
 bash scripts/fetch_test_images.sh
 bash scripts/fetch_tflite_models.sh
+# The aarch64 cross toolchain, qemu-user and cargo-deb (scripts/cross_build.sh,
+# scripts/smoke_aarch64.sh, scripts/build_deb.sh).
+bash scripts/setup_cross.sh

@@ -1,4 +1,4 @@
-"""Client for camdnnd's socket protocol (versions 1 and 2), standard library only.
+"""Client for camdnnd's socket protocol (versions 1, 2 and 3), standard library only.
 
 Wire format: docs/protocol.md. Every message is a 12-byte little-endian header
 (magic b"CDNN", u16 version, u8 type, u8 flags, u32 body length) and a body.
@@ -12,8 +12,8 @@ import struct
 MAGIC = b"CDNN"
 HEADER = struct.Struct("<4sHBBI")
 HEADER_LEN = HEADER.size  # 12
-PROTOCOL_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+PROTOCOL_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 HANDSHAKE_VERSION = 1
 DEFAULT_MAX_MESSAGE_SIZE = 32 * 1024 * 1024
 
@@ -30,13 +30,37 @@ PIXEL_FORMATS = {"rgb24": 1, "bgr24": 2, "nv12": 3, "jpeg": 4}
 DROP_REASONS = {1: "superseded", 2: "deadline_passed", 3: "overloaded", 4: "shutting_down",
                 5: "window_exceeded", 6: "processing_failed"}
 REJECT_REASONS = {1: "malformed", 2: "bad_dimensions", 3: "payload_size_mismatch",
-                  4: "bad_detection", 5: "unsupported_format", 6: "seq_not_increasing"}
+                  4: "bad_detection", 5: "unsupported_format", 6: "seq_not_increasing",
+                  7: "too_large"}
 ERROR_CODES = {1: "bad_magic", 2: "unsupported_version", 3: "unknown_message_type",
                4: "message_too_large", 5: "malformed", 6: "handshake_required",
                7: "unexpected_message", 8: "internal", 9: "shutting_down",
                10: "connection_limit", 11: "timeout"}
 # The first protocol version that defines each error code (the rest: version 1).
 ERROR_CODE_SINCE = {10: 2, 11: 2}
+
+
+def jpeg_size(data):
+    """(width, height) from a JPEG file's start-of-frame header, the size `send_frame` must
+    state for it. Raises ValueError when `data` is not a JPEG or has no such header."""
+    if data[:2] != b"\xff\xd8":
+        raise ValueError("not a JPEG file (no SOI marker)")
+    i = 2
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            raise ValueError("corrupt JPEG: expected a marker at byte %d" % i)
+        marker = data[i + 1]
+        if marker == 0xFF:
+            i += 1
+            continue
+        length = struct.unpack_from(">H", data, i + 2)[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            if i + 9 > len(data):
+                break
+            height, width = struct.unpack_from(">HH", data, i + 5)
+            return width, height
+        i += 2 + length
+    raise ValueError("JPEG has no start-of-frame header")
 
 
 class ProtocolError(Exception):

@@ -132,5 +132,30 @@ class Malformed(unittest.TestCase):
             c.encode_frame(1, 1, 0, 3, 2, "rgb24", bytes(12))
 
 
+class JpegSize(unittest.TestCase):
+    def test_reads_the_start_of_frame_header(self):
+        # SOI, APP0 (length 4), SOF0 (length 11): 8-bit, height 480, width 640.
+        b = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00, 0xFF, 0xC0, 0x00, 0x0B,
+                   0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 0x01, 0x22, 0x00])
+        self.assertEqual(c.jpeg_size(b), (640, 480))
+        with self.assertRaisesRegex(ValueError, "not a JPEG"):
+            c.jpeg_size(b"\x89PNG....")
+        with self.assertRaisesRegex(ValueError, "no start-of-frame"):
+            c.jpeg_size(b[:8])
+
+
+class RejectReasons(unittest.TestCase):
+    def test_too_large_is_read_in_version_3(self):
+        raw = bytearray(golden("rejected"))
+        raw[4] = 3
+        raw[HEADER_REASON] = 7
+        msg, _ = c.decode_server(bytes(raw))
+        self.assertEqual(msg["reason"], "too_large")
+
+
+# Offset of the reason byte in a Rejected message: header, stream_id (4), seq (8).
+HEADER_REASON = c.HEADER_LEN + 12
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,8 @@
 //! The default config (config/camdnnd.toml: CenterNet -> MoveNet -> faceres, all
 //! real weights) end to end on darknet's sample photos, as shipped (tract + ONNX Runtime)
 //! and on each engine alone: the detector finds what the photos hold at their places,
-//! MoveNet's keypoints land on the person in a plausible order, and tract and ONNX Runtime
-//! agree.
+//! MoveNet's keypoints land on the person in a plausible order, a face is classified only when
+//! it is seen from the front and large enough, and tract and ONNX Runtime agree.
 
 mod pipeline_real_common;
 
@@ -145,21 +145,66 @@ fn the_person_gets_a_plausible_pose() {
             order.windows(2).all(|w| w[0] < w[1]),
             "{label}: nose, shoulders, hips, knees, ankles at y = {order:?}"
         );
-        // The face she shows gets age and gender.
-        let face = tensor(person, "movenet", "face_box")
-            .unwrap_or_else(|| panic!("{label}: no face box: {person:#?}"));
-        assert!(
-            face[1] >= b.y0 - 10.0 && face[3] <= mid(5, 6) + 10.0,
-            "{label}: face {face:?}"
+        // She stands with her back to the camera: MoveNet still places her head keypoints
+        // (in a head seen from behind's order), but no face is classified.
+        assert_eq!(
+            tensor(person, "movenet", "face_box"),
+            None,
+            "{label}: the back of a head got a face box: {person:#?}"
         );
-        let age = tensor(person, "faceres", "age")
-            .unwrap_or_else(|| panic!("{label}: faceres did not run: {person:#?}"))[0];
-        assert!((5.0..=80.0).contains(&age), "{label}: age {age}");
-        let male = tensor(person, "faceres", "male").unwrap()[0];
-        assert!((0.0..=1.0).contains(&male), "{label}: male {male}");
+        assert!(
+            person.outputs.iter().all(|o| o.model != "faceres"),
+            "{label}: faceres ran on the back of a head: {person:#?}"
+        );
         seen.push((label, r));
     }
     assert_engines_agree(&seen);
+}
+
+#[test]
+fn the_astronauts_face_is_seen_and_classified_female() {
+    // astronaut.png (scikit-image, 512x512): Eileen Collins facing the camera. The Human
+    // library's own pipeline (BlazeFace -> faceres) calls her female, 0.34.
+    let img = test_image("astronaut.ppm");
+    let mut seen = Vec::new();
+    for (label, cfg) in variants("camdnnd.toml") {
+        let built = start(label, &cfg);
+        let r = done(run(&built.pipeline, frame(1, &img, None)));
+        let person = find(label, &r, "person", [10.0, 10.0, 370.0, 512.0]);
+        let face = tensor(person, "movenet", "face_box")
+            .unwrap_or_else(|| panic!("{label}: no face box: {person:#?}"));
+        // Her face spans about x 160-290, y 40-200.
+        let (cx, cy) = ((face[0] + face[2]) / 2.0, (face[1] + face[3]) / 2.0);
+        assert!(
+            (190.0..=260.0).contains(&cx) && (90.0..=160.0).contains(&cy),
+            "{label}: face {face:?}"
+        );
+        assert!(face[2] - face[0] >= 100.0, "{label}: face {face:?}");
+        let male = tensor(person, "faceres", "male")
+            .unwrap_or_else(|| panic!("{label}: faceres did not run: {person:#?}"))[0];
+        assert!(male < 0.5, "{label}: male {male}");
+        // The age head is not reported (config/camdnnd.toml, docs/decisions.md).
+        assert_eq!(tensor(person, "faceres", "age"), None, "{label}");
+        seen.push((label, r));
+    }
+    assert_engines_agree(&seen);
+}
+
+#[test]
+fn small_faces_in_the_kite_photo_are_not_classified() {
+    // kite.jpg (1352x900): people on a beach, their heads 5-30 px: under the 48 px minimum.
+    let img = test_image("kite.ppm");
+    let (label, cfg) = variants("camdnnd.toml").remove(0);
+    let built = start(label, &cfg);
+    let r = done(run(&built.pipeline, frame(1, &img, None)));
+    let persons: Vec<_> = r.objects.iter().filter(|o| class(o) == "person").collect();
+    assert!(persons.len() >= 3, "{label}: {r:#?}");
+    for p in persons {
+        if let Some(face) = tensor(p, "movenet", "face_box") {
+            let side = (face[2] - face[0]).min(face[3] - face[1]);
+            assert!(side >= 48.0, "{label}: a {side} px face box: {p:#?}");
+        }
+    }
 }
 
 /// tract and ONNX Runtime give the same objects (boxes within 1 px, scores within 0.01)

@@ -246,7 +246,7 @@ sys.path.insert(0, sys.argv[2])
 from camdnn_client import Client
 counts = {"result": 0, "dropped": 0, "objects": 0}
 with Client(sys.argv[1], "python-e2e", timeout=60) as c:
-    assert c.welcome["version"] == 2
+    assert c.welcome["version"] == 3
     for seq in range(20):
         c.send_frame(stream_id=40, seq=seq, capture_ts_us=0, width=32, height=32,
                      pixel_format="rgb24", payload=bytes(32 * 32 * 3),

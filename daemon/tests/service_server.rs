@@ -67,7 +67,7 @@ fn pipelined_frames_on_many_streams_are_all_answered() {
     let p = FakeProcessor::new(Some(Duration::from_millis(1)), 8);
     let server = TestServer::start(cfg(), p.clone());
     let c = Client::connect(&server.socket, "probe").expect("connect");
-    assert_eq!(c.welcome().version, 2);
+    assert_eq!(c.welcome().version, 3);
     assert_eq!(c.welcome().window, 4);
     drop(c);
     let tally = run_client(&server.socket, "cam", 3, 40);

@@ -1,62 +1,15 @@
 //! The README's first command for real: the `camdnnd serve` binary on the default config
 //! (config/camdnnd.toml: CenterNet -> MoveNet -> faceres on tract and ONNX Runtime), fed
-//! darknet's JPEG photos by `camdnnd feed --images`: every photo gets a result, the person
-//! comes back with her pose and the bicycle with its box.
+//! darknet's JPEG photos by `camdnnd feed --images`: every photo gets a result named by its
+//! file, the person comes back with her named keypoints and the bicycle with its box; bad files
+//! in the folder are reported and skipped, the rest answered, and the run fails.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod street_common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use std::path::Path;
+use std::process::Command;
 
-const PHOTOS: &str = "/usr/share/darknet/data";
-
-/// The shipped default config with our socket, metrics port and absolute paths.
-fn config_text(socket: &Path, metrics: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("config/camdnnd.toml")).expect("config");
-    let mut out = String::new();
-    for line in text.lines() {
-        if line.starts_with("socket = ") {
-            out.push_str(&format!(
-                "socket = {:?}\n\n[metrics]\nlisten = {metrics:?}\n",
-                socket.display().to_string()
-            ));
-        } else if let Some(rest) = line.strip_prefix("profile = \"") {
-            let p = repo().join("config").join(rest.trim_end_matches('"'));
-            out.push_str(&format!("profile = {:?}\n", p.display().to_string()));
-        } else if line.starts_with("policy = ") {
-            let dir = repo().join("config/policies");
-            out.push_str(&format!(
-                "policy = {{ onnx = {:?}, sidecar = {:?} }}\n",
-                dir.join("host-street.onnx").display().to_string(),
-                dir.join("host-street.policy.json").display().to_string()
-            ));
-        } else if let Some(rest) = line.strip_prefix("path = \"../") {
-            let p = repo().join(rest.trim_end_matches('"'));
-            assert!(
-                p.is_file(),
-                "model {} is missing: run scripts/setup.sh",
-                p.display()
-            );
-            out.push_str(&format!("path = {:?}\n", p.display().to_string()));
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use street_common::{Served, PHOTOS};
 
 #[test]
 fn serve_and_feed_the_default_config_on_real_photos() {
@@ -70,41 +23,12 @@ fn serve_and_feed_the_default_config_on_real_photos() {
             )
         });
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let socket = dir.path().join("camdnnd.sock");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let config = dir.path().join("camdnnd.toml");
-    std::fs::write(&config, config_text(&socket, &format!("127.0.0.1:{port}"))).unwrap();
-    let log_path = dir.path().join("log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start camdnnd");
-    let mut daemon = Daemon(child);
-    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
-    let t0 = Instant::now();
-    while !socket.exists() {
-        if let Some(st) = daemon.0.try_wait().unwrap() {
-            panic!("camdnnd exited early ({st}):\n{}", read_log());
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "camdnnd not serving:\n{}",
-            read_log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let served = Served::start();
+    let (socket, read_log) = (&served.socket, || served.log());
     // 2 fps: one frame in flight at a time on a slow host, so none is superseded.
     let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
         .args(["feed", "--fps", "2", "--socket"])
-        .arg(&socket)
+        .arg(socket)
         .arg("--images")
         .arg(photos.path())
         .output()
@@ -121,31 +45,110 @@ fn serve_and_feed_the_default_config_on_real_photos() {
         .collect();
     let results: Vec<&serde_json::Value> = lines.iter().filter(|v| v["type"] == "result").collect();
     assert_eq!(results.len(), 2, "one result per photo: {lines:#?}");
-    let objects = |seq: u64| -> Vec<&serde_json::Value> {
+    // Each answer names its photo.
+    let objects = |name: &str| -> Vec<&serde_json::Value> {
         let r = results
             .iter()
-            .find(|r| r["seq"] == seq)
-            .unwrap_or_else(|| panic!("no result for frame {seq}: {lines:#?}"));
+            .find(|r| r["source"] == name)
+            .unwrap_or_else(|| panic!("no result for {name}: {lines:#?}"));
         r["objects"].as_array().unwrap().iter().collect()
     };
-    // Name order: dog.jpg is frame 0, person.jpg frame 1.
-    let dog = objects(0);
+    let dog = objects("dog.jpg");
     assert!(
         dog.iter().any(|o| o["class"] == "bicycle"),
         "dog.jpg: no bicycle: {dog:#?}"
     );
-    let person = objects(1);
+    let person = objects("person.jpg");
     let p = person
         .iter()
         .find(|o| o["class"] == "person")
         .unwrap_or_else(|| panic!("person.jpg: no person: {person:#?}"));
-    let pose = p["outputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["model"] == "movenet")
-        .unwrap_or_else(|| panic!("no pose: {p:#?}"));
-    let k = &pose["tensors"][0];
-    assert_eq!(k["name"], "keypoints");
-    assert_eq!(k["dims"], serde_json::json!([17, 3]));
+    // Keypoints are named: x, y, score each.
+    let nose = &p["outputs"]["movenet"]["keypoints"]["nose"];
+    assert_eq!(nose.as_array().map(Vec::len), Some(3), "{p:#?}");
+    assert!(p["outputs"]["movenet"]["keypoints"]["right_ankle"].is_array());
+}
+
+#[test]
+fn bad_files_are_reported_and_skipped_and_the_rest_are_answered() {
+    let photos = tempfile::tempdir().expect("temp dir");
+    let src = Path::new(PHOTOS).join("dog.jpg");
+    std::fs::copy(&src, photos.path().join("a-dog.jpg")).unwrap_or_else(|e| {
+        panic!(
+            "{} cannot be read ({e}): run scripts/setup.sh (Debian package darknet)",
+            src.display()
+        )
+    });
+    std::fs::write(photos.path().join("b-broken.jpg"), b"not a JPEG at all").unwrap();
+    std::fs::write(photos.path().join("c-still.gif"), b"GIF89a").unwrap();
+    std::fs::write(photos.path().join("notes.txt"), b"not an image").unwrap();
+    // A PNG (read and sent as RGB24) and a valid 10000x1500 JPEG (over the 8192 side limit).
+    for (name, size) in [("d-dog.png", None), ("e-wide.jpg", Some("10000x1500"))] {
+        let mut cmd = Command::new("ffmpeg");
+        cmd.args(["-v", "error", "-y"]);
+        match size {
+            None => cmd.arg("-i").arg(&src),
+            Some(s) => cmd.args(["-f", "lavfi", "-i", &format!("color=gray:s={s}")]),
+        };
+        let ok = cmd
+            .args(["-frames:v", "1"])
+            .arg(photos.path().join(name))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "ffmpeg could not write {name}: is ffmpeg installed? run scripts/setup.sh"
+        );
+    }
+    let served = Served::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
+        .args(["feed", "--fps", "2", "--format", "text", "--socket"])
+        .arg(&served.socket)
+        .arg("--images")
+        .arg(photos.path())
+        .output()
+        .expect("run feed");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{stderr}\nserver log:\n{}",
+        served.log()
+    );
+    assert!(
+        !out.status.success(),
+        "a bad file must fail the run: {context}"
+    );
+    assert!(
+        stderr.contains("could not be read, or were refused"),
+        "{context}"
+    );
+    // The good files are answered, each by name; the PNG as well as the JPEG.
+    for name in ["a-dog.jpg", "d-dog.png"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no answer for {name}: {context}"));
+        assert!(line.contains("object"), "{line}: {context}");
+    }
+    assert!(stdout.contains("  bicycle "), "{context}");
+    // The bad ones are named with what was wrong.
+    assert!(
+        stdout.contains("b-broken.jpg: not sent: not a JPEG file"),
+        "{context}"
+    );
+    assert!(
+        stdout.contains("c-still.gif: not sent: .gif images are not read"),
+        "{context}"
+    );
+    assert!(
+        stdout.contains("e-wide.jpg: refused (too_large): JPEG frame 10000x1500 is larger than the 8192-pixel side limit"),
+        "{context}"
+    );
+    // A file that is not an image is counted in the summary, not sent.
+    assert!(
+        stderr.contains("\"ignored_not_images\":[\"notes.txt\"]"),
+        "{context}"
+    );
 }

@@ -25,7 +25,7 @@ pub use config::{EngineKind, ModelFormat, ModelSource, OrtProvider, ProcessorCon
 pub use engine::{Engine, LoadedModel};
 pub use error::EngineError;
 pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
-pub use ort_engine::{dev_ort_library, OrtEngine};
+pub use ort_engine::{dev_ort_library, packaged_ort_library, OrtEngine};
 pub use sim::{SimEngine, SimFaults, SimModelSpec};
 pub use tensor::{DType, Tensor, TensorData};
 pub use throttled::{Throttle, ThrottledEngine};

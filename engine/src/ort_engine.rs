@@ -2,7 +2,9 @@
 //! provider per processor: cpu, xnnpack, cuda or qnn.
 //!
 //! The shared library is found, in order: the path given to [`OrtEngine::new`], the
-//! `ORT_DYLIB_PATH` environment variable, then [`dev_ort_library`] (the ONNX Runtime
+//! `ORT_DYLIB_PATH` environment variable, [`packaged_ort_library`] (the one the
+//! `camdnn-onnxruntime` package installs beside the binary: `/usr/bin/camdnnd` finds
+//! `/usr/lib/camdnn/libonnxruntime.so.*`), then [`dev_ort_library`] (the ONNX Runtime
 //! wheel in the repo's `.venv`, installed by `scripts/setup.sh`). ONNX Runtime is loaded
 //! once per process; asking for a second, different library is an error.
 //!
@@ -65,21 +67,7 @@ pub fn dev_ort_library() -> Option<PathBuf> {
             continue;
         };
         for py in pythons.flatten() {
-            let capi = py.path().join("site-packages/onnxruntime/capi");
-            let Ok(files) = std::fs::read_dir(&capi) else {
-                continue;
-            };
-            let mut found: Vec<PathBuf> = files
-                .flatten()
-                .map(|f| f.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("libonnxruntime.so."))
-                })
-                .collect();
-            found.sort();
-            if let Some(p) = found.pop() {
+            if let Some(p) = newest_ort_in(&py.path().join("site-packages/onnxruntime/capi")) {
                 return Some(p);
             }
         }
@@ -87,19 +75,46 @@ pub fn dev_ort_library() -> Option<PathBuf> {
     None
 }
 
+/// The ONNX Runtime library installed beside the running binary: `<prefix>/lib/camdnn/
+/// libonnxruntime.so.*` for a binary in `<prefix>/bin` (the Debian packages put
+/// camdnnd in `/usr/bin` and the library in `/usr/lib/camdnn`, so the daemon, its
+/// systemd unit and an operator's `camdnnd profile` find it without `ORT_DYLIB_PATH`).
+/// `None` when there is none.
+pub fn packaged_ort_library() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let prefix = exe.parent()?.parent()?;
+    newest_ort_in(&prefix.join("lib").join("camdnn"))
+}
+
+/// The `libonnxruntime.so.*` file in `dir` with the greatest name, if any.
+fn newest_ort_in(dir: &Path) -> Option<PathBuf> {
+    let files = std::fs::read_dir(dir).ok()?;
+    files
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so."))
+        })
+        .max()
+}
+
 impl OrtEngine {
     /// Loads ONNX Runtime (once per process) from `library`, else `ORT_DYLIB_PATH`, else
-    /// [`dev_ort_library`].
+    /// [`packaged_ort_library`], else [`dev_ort_library`].
     pub fn new(library: Option<&Path>) -> Result<OrtEngine, EngineError> {
         let path = match library {
             Some(p) => p.to_path_buf(),
             None => match std::env::var_os("ORT_DYLIB_PATH") {
                 Some(p) => PathBuf::from(p),
-                None => dev_ort_library().ok_or_else(|| {
-                    EngineError::OrtLibrary(
-                        "no library given, ORT_DYLIB_PATH is not set and .venv has no onnxruntime wheel; run scripts/setup.sh or set ORT_DYLIB_PATH to libonnxruntime.so".into(),
-                    )
-                })?,
+                None => packaged_ort_library()
+                    .or_else(dev_ort_library)
+                    .ok_or_else(|| {
+                        EngineError::OrtLibrary(
+                            "no library given, ORT_DYLIB_PATH is not set, there is none in ../lib/camdnn beside the binary (package camdnn-onnxruntime) and .venv has no onnxruntime wheel; install camdnn-onnxruntime, run scripts/setup.sh or set ORT_DYLIB_PATH to libonnxruntime.so".into(),
+                        )
+                    })?,
             },
         };
         let path = path.canonicalize().map_err(|e| {

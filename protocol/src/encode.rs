@@ -289,8 +289,9 @@ impl ServerMessage {
     }
 
     /// As [`ServerMessage::encode`], in protocol `version` (the one the handshake chose, 1
-    /// before it): fields the version lacks are left out (`Result::objects_dropped` in version
-    /// 1) and an `Error` code it lacks is sent as its stand-in ([`crate::ErrorCode::for_version`]).
+    /// before it): fields the version lacks are left out (`Result::objects_dropped` in
+    /// version 1), and an `Error` code or a `Rejected` reason it lacks is sent as its
+    /// stand-in ([`crate::ErrorCode::for_version`], [`crate::RejectReason::for_version`]).
     pub fn encode_version(
         &self,
         dst: &mut BytesMut,
@@ -314,7 +315,7 @@ impl ServerMessage {
             Self::Rejected(x) => encode_message(dst, kind, 0, max, |d| {
                 d.put_u32_le(x.stream_id);
                 d.put_u64_le(x.seq);
-                d.put_u8(x.reason.code());
+                d.put_u8(x.reason.for_version(version).code());
                 put_str(d, "message", &x.message)
             }),
             Self::Error(e) => {

@@ -321,17 +321,21 @@ pub enum RejectReason {
     UnsupportedFormat,
     /// The sequence number does not increase within the stream.
     SeqNotIncreasing,
+    /// Width or height is over the server's side limit (the message names it); version 3.
+    /// Sent as [`RejectReason::BadDimensions`] to a version 1 or 2 peer.
+    TooLarge,
 }
 
 impl RejectReason {
     /// Every reason, in code order.
-    pub const ALL: [RejectReason; 6] = [
+    pub const ALL: [RejectReason; 7] = [
         Self::Malformed,
         Self::BadDimensions,
         Self::PayloadSizeMismatch,
         Self::BadDetection,
         Self::UnsupportedFormat,
         Self::SeqNotIncreasing,
+        Self::TooLarge,
     ];
 
     /// The byte on the wire.
@@ -343,6 +347,17 @@ impl RejectReason {
             Self::BadDetection => 4,
             Self::UnsupportedFormat => 5,
             Self::SeqNotIncreasing => 6,
+            Self::TooLarge => 7,
+        }
+    }
+
+    /// The reason as a peer speaking `version` can read it: one that version lacks is sent
+    /// as its stand-in (too large: bad dimensions), as `docs/protocol.md` says; the message
+    /// text still names the real cause.
+    pub const fn for_version(self, version: u16) -> Self {
+        match self {
+            Self::TooLarge if version < 3 => Self::BadDimensions,
+            other => other,
         }
     }
 

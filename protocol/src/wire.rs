@@ -14,11 +14,12 @@ pub const HEADER_LEN: usize = 12;
 /// The protocol version this crate speaks by default (the highest it supports).
 ///
 /// Version 2 adds `objects_dropped` at the end of `Result` and the `Error` codes 10 (connection
-/// limit) and 11 (timeout); everything else is as in version 1 (`docs/protocol.md`, "Versions").
-pub const PROTOCOL_VERSION: u16 = 2;
+/// limit) and 11 (timeout); version 3 the `Rejected` reason 7 (too large); everything else is as
+/// in version 1 (`docs/protocol.md`, "Versions").
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Every protocol version this crate can encode and decode, lowest first.
-pub const SUPPORTED_VERSIONS: &[u16] = &[1, 2];
+pub const SUPPORTED_VERSIONS: &[u16] = &[1, 2, 3];
 
 /// The version carried in the header of `Hello` and `Welcome`: the handshake layout is frozen so
 /// that any server can read any client's `Hello`, whatever versions either side speaks.

@@ -118,9 +118,9 @@ fn bad_magic() {
 #[test]
 fn unsupported_version() {
     assert_eq!(
-        client(&raw_v(3, 0x03, 0, &[])),
+        client(&raw_v(4, 0x03, 0, &[])),
         Err(DecodeError::UnsupportedVersion {
-            version: 3,
+            version: 4,
             kind: MessageType::Bye
         })
     );
@@ -729,10 +729,11 @@ fn encoder_refuses_what_the_decoder_would_reject() {
 #[test]
 fn version_negotiation_picks_the_highest_common_version() {
     assert_eq!(negotiate(&[1]), Some(1));
-    assert_eq!(negotiate(&[7, 1, 3]), Some(1));
+    assert_eq!(negotiate(&[7, 1, 3]), Some(3));
     assert_eq!(negotiate(&[1, 2]), Some(2));
-    assert_eq!(negotiate(&[2, 3]), Some(2));
-    assert_eq!(negotiate(&[3, 4]), None);
+    assert_eq!(negotiate(&[2, 3]), Some(3));
+    assert_eq!(negotiate(&[3, 4]), Some(3));
+    assert_eq!(negotiate(&[4, 5]), None);
     assert_eq!(negotiate(&[]), None);
 }
 
@@ -805,8 +806,34 @@ fn version_2_fields_and_codes_only_in_version_2() {
     }
     let mut b = BytesMut::new();
     assert_eq!(
-        r.encode_version(&mut b, MAX, 3),
-        Err(EncodeError::UnsupportedVersion { version: 3 })
+        r.encode_version(&mut b, MAX, 4),
+        Err(EncodeError::UnsupportedVersion { version: 4 })
     );
     assert!(b.is_empty());
+}
+
+/// Version 3's addition: `Rejected` reason 7 (too large), sent to a version 1 or 2 peer as its
+/// stand-in 2 (bad dimensions) with the same message.
+#[test]
+fn too_large_is_reason_7_in_version_3_and_bad_dimensions_before() {
+    let r = ServerMessage::Rejected(camdnn_protocol::Rejected {
+        stream_id: 1,
+        seq: 2,
+        reason: RejectReason::TooLarge,
+        message: "JPEG frame 10000x1500 is larger than the 8192-pixel side limit".into(),
+    });
+    for (version, want) in [
+        (1, RejectReason::BadDimensions),
+        (2, RejectReason::BadDimensions),
+        (3, RejectReason::TooLarge),
+    ] {
+        let mut b = BytesMut::new();
+        r.encode_version(&mut b, MAX, version).unwrap();
+        let Ok(ServerMessage::Rejected(got)) = ServerMessage::decode_exact(&b, MAX) else {
+            panic!("version {version}: not a Rejected")
+        };
+        assert_eq!(got.reason, want, "version {version}");
+        assert!(got.message.contains("8192-pixel side limit"));
+    }
+    assert_eq!(RejectReason::from_code(7), Some(RejectReason::TooLarge));
 }

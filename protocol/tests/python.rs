@@ -36,7 +36,7 @@ fn python_unit_tests_pass_on_the_shared_golden_vectors() {
     assert!(out.status.success(), "python unittest failed:\n{stderr}");
     // Guard against an empty run passing silently.
     assert!(
-        stderr.contains("Ran 12 tests"),
+        stderr.contains("Ran 14 tests"),
         "unexpected unittest output:\n{stderr}"
     );
 }

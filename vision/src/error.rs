@@ -19,7 +19,7 @@ pub enum VisionError {
         /// Bytes actually given.
         got: usize,
     },
-    /// A frame has a zero or too large dimension.
+    /// A frame has a zero dimension, or an odd one for NV12.
     #[error("{format} frame {width}x{height}: {reason}")]
     FrameDims {
         /// Declared pixel format.
@@ -30,6 +30,18 @@ pub enum VisionError {
         height: u32,
         /// What is wrong with the dimensions.
         reason: String,
+    },
+    /// A frame's width or height is over [`crate::MAX_SIDE`].
+    #[error("{format} frame {width}x{height} is larger than the {limit}-pixel side limit (width and height must be at most {limit})")]
+    TooLarge {
+        /// Declared (or JPEG header) pixel format.
+        format: PixelFormat,
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+        /// The side limit, pixels.
+        limit: u32,
     },
     /// JPEG bytes could not be decoded.
     #[error("JPEG frame: {0}")]

@@ -61,7 +61,12 @@ fn check_dims(format: PixelFormat, width: u32, height: u32) -> Result<()> {
         return Err(bad("width and height must be at least 1".into()));
     }
     if width > MAX_SIDE || height > MAX_SIDE {
-        return Err(bad(format!("width and height must be at most {MAX_SIDE}")));
+        return Err(VisionError::TooLarge {
+            format,
+            width,
+            height,
+            limit: MAX_SIDE,
+        });
     }
     if format == PixelFormat::Nv12 && (width % 2 != 0 || height % 2 != 0) {
         return Err(bad("NV12 needs an even width and height".into()));
@@ -89,13 +94,26 @@ pub fn jpeg_min_bytes(width: u32, height: u32) -> u64 {
 /// Reads the width and height from a JPEG header without decoding the pixels, and refuses a
 /// file too small to hold them ([`jpeg_min_bytes`]) before anything is allocated for them.
 fn jpeg_dims(data: &[u8]) -> Result<(u32, u32)> {
-    let mut dec = JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
+    // The header is read with the decoder's limits at the format's own (65535), so a file over
+    // MAX_SIDE is refused as too large, naming the limit, rather than as a decoder error.
+    let header_options = jpeg_options()
+        .set_max_width(usize::from(u16::MAX))
+        .set_max_height(usize::from(u16::MAX));
+    let mut dec = JpegDecoder::new_with_options(ZCursor::new(data), header_options);
     dec.decode_headers()
         .map_err(|e| VisionError::Jpeg(format!("bad header: {e:?}")))?;
     let info = dec
         .info()
         .ok_or_else(|| VisionError::Jpeg("header has no frame info".into()))?;
     let (w, h) = (u32::from(info.width), u32::from(info.height));
+    if w > MAX_SIDE || h > MAX_SIDE {
+        return Err(VisionError::TooLarge {
+            format: PixelFormat::Jpeg,
+            width: w,
+            height: h,
+            limit: MAX_SIDE,
+        });
+    }
     let min = jpeg_min_bytes(w, h);
     if (data.len() as u64) < min {
         return Err(VisionError::Jpeg(format!(
@@ -417,7 +435,17 @@ mod tests {
         let e = Frame::new(0, 2, PixelFormat::Rgb24, vec![]).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
         let e = Frame::new(MAX_SIDE + 1, 1, PixelFormat::Rgb24, vec![]).unwrap_err();
-        assert!(e.to_string().contains("at most"), "{e}");
+        assert!(
+            matches!(
+                e,
+                VisionError::TooLarge {
+                    limit: MAX_SIDE,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("8192-pixel side limit"), "{e}");
         let e = Frame::new(2, 2, PixelFormat::Bgr24, vec![0; 13]).unwrap_err();
         assert_eq!(e.to_string(), "BGR24 frame 2x2 needs 12 bytes, got 13");
         let e = Frame::new(2, 2, PixelFormat::Jpeg, vec![1, 2, 3]).unwrap_err();

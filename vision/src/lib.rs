@@ -20,7 +20,8 @@
 //! MediaPipe's TFLite face models are read by [`blazeface`] (the detector) and
 //! [`face_landmarks`] (468 points on a square region around each face).
 //! The COCO street graph decodes [`centernet`] detections, reads a person crop's [`pose`]
-//! keypoints (and the face box they imply) and a face crop's [`age_gender`].
+//! keypoints, whether they show a face seen from the front and large enough ([`pose_face`]), and
+//! a face crop's [`age_gender`].
 //!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
@@ -41,6 +42,7 @@ pub mod mtcnn;
 mod nms;
 mod normalize;
 pub mod pose;
+pub mod pose_face;
 mod resize;
 mod routing;
 pub mod ssd;

@@ -1,9 +1,8 @@
 //! Single-person pose (MoveNet): 17 COCO keypoints read from the model's `[1, 1, 17, 3]` output
 //! (each `y, x, score`, coordinates as fractions of the square input), mapped back to frame
-//! pixels, and the face box the keypoints imply (the crop a face model of the next level runs
-//! on).
+//! pixels (the face they show: [`crate::pose_face`]).
 
-use crate::{BBox, Result, Transform, VisionError};
+use crate::{Result, Transform, VisionError};
 
 /// The 17 COCO keypoints in MoveNet's order.
 pub const KEYPOINT_NAMES: [&str; 17] = [
@@ -79,45 +78,10 @@ pub fn decode_movenet(
         .collect()
 }
 
-/// The square face box the head keypoints (nose, eyes, ears) imply, clamped to the frame, or
-/// `None` when the nose and both eyes are not all seen with at least `min_score` (a face seen
-/// from behind or too small gives no face crop).
-///
-/// The side is the widest of the ear-to-ear span (ears seen), 2.5 eye distances and 3 times
-/// the nose-to-eye-line height, enlarged by `margin`; the centre is the eyes' and nose's mean,
-/// lowered by a sixth of the side (the eyes sit above the middle of a face).
-pub fn face_box(
-    keypoints: &[Keypoint],
-    min_score: f32,
-    margin: f32,
-    frame_width: f32,
-    frame_height: f32,
-) -> Option<BBox> {
-    if keypoints.len() < 5 {
-        return None;
-    }
-    let seen = |i: usize| (keypoints[i].score >= min_score).then_some(keypoints[i]);
-    let (nose, le, re) = (seen(0)?, seen(1)?, seen(2)?);
-    let eye_dist = (le.x - re.x).hypot(le.y - re.y);
-    let eye_y = (le.y + re.y) / 2.0;
-    let mut side = (2.5 * eye_dist).max(3.0 * (nose.y - eye_y).abs());
-    if let (Some(la), Some(ra)) = (seen(3), seen(4)) {
-        side = side.max((la.x - ra.x).hypot(la.y - ra.y));
-    }
-    side *= 1.0 + margin.max(0.0);
-    if side.is_nan() || side < 1.0 {
-        return None;
-    }
-    let cx = (nose.x + le.x + re.x) / 3.0;
-    let cy = (nose.y + le.y + re.y) / 3.0 + side / 6.0;
-    let b = BBox::from_center(cx, cy, side, side).clamp(frame_width, frame_height);
-    (b.width() >= 1.0 && b.height() >= 1.0).then_some(b)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{crop_fit_transform, Placement};
+    use crate::{crop_fit_transform, BBox, Placement};
 
     #[test]
     fn keypoints_map_back_through_the_fit_crop() {
@@ -162,50 +126,5 @@ mod tests {
         v[4] = f32::NAN;
         let e = decode_movenet(&v, &[1, 1, 17, 3], &t).unwrap_err();
         assert!(e.to_string().contains("left_eye is not finite"), "{e}");
-    }
-
-    fn head(nose: (f32, f32), le: (f32, f32), re: (f32, f32), score: f32) -> Vec<Keypoint> {
-        let mut k = vec![
-            Keypoint {
-                x: 0.0,
-                y: 0.0,
-                score: 0.0
-            };
-            17
-        ];
-        for (i, (x, y)) in [(0, nose), (1, le), (2, re)] {
-            k[i] = Keypoint { x, y, score };
-        }
-        k
-    }
-
-    #[test]
-    fn the_face_box_surrounds_the_head_keypoints() {
-        let k = head((100.0, 110.0), (110.0, 100.0), (90.0, 100.0), 0.9);
-        let b = face_box(&k, 0.3, 0.0, 640.0, 480.0).unwrap();
-        // side: max(2.5 * 20, 3 * 10) = 50, centre (100, 103.3 + 8.3).
-        assert!((b.width() - 50.0).abs() < 1e-3, "{b:?}");
-        assert!(
-            b.x0 < 90.0 && b.x1 > 110.0 && b.y0 < 100.0 && b.y1 > 110.0,
-            "{b:?}"
-        );
-        // With ears 60 px apart the side follows them.
-        let mut k2 = k.clone();
-        k2[3] = Keypoint {
-            x: 130.0,
-            y: 102.0,
-            score: 0.9,
-        };
-        k2[4] = Keypoint {
-            x: 70.0,
-            y: 102.0,
-            score: 0.9,
-        };
-        let b2 = face_box(&k2, 0.3, 0.0, 640.0, 480.0).unwrap();
-        assert!((b2.width() - 60.0).abs() < 0.1, "{b2:?}");
-        // Unseen eyes: no face.
-        let k3 = head((100.0, 110.0), (110.0, 100.0), (90.0, 100.0), 0.1);
-        assert_eq!(face_box(&k3, 0.3, 0.0, 640.0, 480.0), None);
-        assert_eq!(face_box(&k[..3], 0.3, 0.0, 640.0, 480.0), None);
     }
 }

@@ -186,6 +186,7 @@ pub fn start_with(
         (None, None) => None,
     };
     let mut scheduler = wrap(scheduler(cfg, &system)?);
+    log_scheduler(cfg);
     scheduler.set_admission(frame_admission(drop_behind, p.max_in_flight));
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
@@ -292,6 +293,24 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
         );
     }
     Ok(Box::new(Camdnn::new(policy, p.wait_ms)))
+}
+
+/// Says which scheduler the pipeline runs and what its global step plans with.
+fn log_scheduler(cfg: &DaemonConfig) {
+    let p = &cfg.pipeline;
+    match (&p.policy, p.scheduler.as_str()) {
+        (_, name) if name != "camdnn" => tracing::info!(
+            scheduler = name,
+            "scheduler: the baseline named by pipeline.scheduler (no camdnn global step)"
+        ),
+        (None, _) => tracing::info!(
+            "scheduler: camdnn; its global step runs the greedy planner (no pipeline.policy)"
+        ),
+        (Some(files), _) => tracing::info!(
+            policy = %cfg.resolve(&files.onnx).display(),
+            "scheduler: camdnn; its global step runs the learned policy (pipeline.policy)"
+        ),
+    }
 }
 
 /// For tools that measure a new profile (`profile`, `bench --profile-now`),

@@ -394,10 +394,16 @@ pub enum OutputSpec {
         #[serde(default)]
         face: Option<FaceFromPose>,
     },
-    /// Age and gender of a face (the Human library's `faceres`: a 100-way age softmax and a
-    /// gender sigmoid, told apart by their sizes): output `age` (years) and `male` (the
-    /// sigmoid, above 0.5 male).
-    AgeGender,
+    /// Gender (and, with `age`, age) of a face (the Human library's `faceres`: a 100-way age
+    /// softmax and a gender sigmoid, told apart by their sizes): output `male` (the sigmoid,
+    /// above 0.5 male) and, with `age = true`, `age` (years).
+    AgeGender {
+        /// Report the age head. Off by default: faceres's age head gives about 29 years for
+        /// almost every woman and 39 for almost every man, in the Human library's own pipeline
+        /// too (docs/decisions.md), so it tells nothing the gender does not.
+        #[serde(default)]
+        age: bool,
+    },
     /// Detector: DBNet text probability map; every box is class "text".
     Dbnet {
         /// Post-processing.
@@ -511,9 +517,43 @@ pub struct FaceFromPose {
     /// Confidence the nose and both eyes need.
     #[serde(default = "d_face_score")]
     pub min_score: f32,
-    /// How much larger than the head keypoints' extent the box is (0.2 = 20 %).
+    /// How much larger than the head keypoints' extent the box is (0.2 = 20 %: 3.5 eye
+    /// distances, the crop the Human library cuts for faceres).
     #[serde(default = "d_face_margin")]
     pub margin: f32,
+    /// Smallest face side in frame pixels; a smaller face is not classified (faceres's
+    /// gender drifts to its prior below 48 px: docs/decisions.md).
+    #[serde(default = "d_face_min_side")]
+    pub min_side: f32,
+}
+
+impl FaceFromPose {
+    /// The vision-side rule, after checking every field (`model` names the model in errors).
+    pub fn rule(&self, model: &str) -> anyhow::Result<camdnn_vision::pose_face::FaceRule> {
+        if !(self.min_score.is_finite() && (0.0..=1.0).contains(&self.min_score)) {
+            bail!(
+                "model {model:?}: output.face.min_score = {}: must be in 0..=1",
+                self.min_score
+            );
+        }
+        if !(self.margin.is_finite() && self.margin >= 0.0) {
+            bail!(
+                "model {model:?}: output.face.margin = {}: must be a finite share >= 0",
+                self.margin
+            );
+        }
+        if !(self.min_side.is_finite() && self.min_side >= 1.0) {
+            bail!(
+                "model {model:?}: output.face.min_side = {}: must be at least 1 pixel",
+                self.min_side
+            );
+        }
+        Ok(camdnn_vision::pose_face::FaceRule {
+            min_score: self.min_score,
+            margin: self.margin,
+            min_side: self.min_side,
+        })
+    }
 }
 
 fn d_face_score() -> f32 {
@@ -521,6 +561,9 @@ fn d_face_score() -> f32 {
 }
 fn d_face_margin() -> f32 {
     0.2
+}
+fn d_face_min_side() -> f32 {
+    48.0
 }
 fn d_coco() -> Vec<String> {
     camdnn_vision::centernet::COCO_LABELS
@@ -681,6 +724,9 @@ impl PipelineConfig {
                     m.name
                 );
             }
+            if let OutputSpec::Movenet { face: Some(face) } = &m.output {
+                face.rule(&m.name)?;
+            }
             if let OutputSpec::Ctc {
                 dict_file,
                 dict_metadata,
@@ -804,6 +850,31 @@ classes = ["person"]
 input = { width = 8, height = 8, norm = {} }
 output = { kind = "topk" }
 "#;
+
+    #[test]
+    fn bad_face_settings_are_refused_naming_the_field() {
+        let pose = |face: &str| {
+            format!(
+                "[[model]]\nname = \"det\"\noutput = {{ kind = \"upstream\" }}\n\
+                 [[model]]\nname = \"pose\"\npath = \"m.onnx\"\nparent = \"det\"\n\
+                 input = {{ width = 192, height = 192, crop = \"fit\", norm = {{}} }}\n\
+                 output = {{ kind = \"movenet\", face = {{ {face} }} }}\n"
+            )
+        };
+        let ok = parse(&pose("")).unwrap();
+        let OutputSpec::Movenet { face: Some(f) } = &ok.models[1].output else {
+            panic!("movenet with a face")
+        };
+        assert_eq!((f.min_score, f.margin, f.min_side), (0.3, 0.2, 48.0));
+        for (face, field) in [
+            ("min_side = 0.5", "output.face.min_side = 0.5"),
+            ("min_score = 1.5", "output.face.min_score = 1.5"),
+            ("margin = -1.0", "output.face.margin = -1"),
+        ] {
+            let e = err(&pose(face));
+            assert!(e.contains(field) && e.contains("\"pose\""), "{face}: {e}");
+        }
+    }
 
     #[test]
     fn an_upstream_detector_has_no_file_and_no_input() {

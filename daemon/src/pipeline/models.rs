@@ -14,14 +14,15 @@ use camdnn_vision::ctc::CtcDecoder;
 use camdnn_vision::dbnet::{decode_dbnet, DbNetConfig};
 use camdnn_vision::face_landmarks;
 use camdnn_vision::mtcnn::{self, MapLayout, PnetConfig, PyramidConfig};
-use camdnn_vision::pose::{decode_movenet, face_box};
+use camdnn_vision::pose::decode_movenet;
+use camdnn_vision::pose_face::{face_from_pose, FaceRule};
 use camdnn_vision::ssd::SsdDecoder;
 use camdnn_vision::{
     nms, BBox, Detection, Layout, NmsConfig, Normalizer, Placement, Preprocessor, RgbImage,
     Transform,
 };
 
-use super::config::{CropMode, FaceFromPose, ModelEntry, OutputSpec, Resize};
+use super::config::{CropMode, ModelEntry, OutputSpec, Resize};
 use super::onnx_meta;
 
 /// A model's input side: resize and normalise an image (or a crop of one).
@@ -160,10 +161,10 @@ pub enum Decoder {
     Movenet {
         /// The crop's input size and placement (keypoints map back through them).
         input: (u32, u32, Placement),
-        face: Option<FaceFromPose>,
+        face: Option<FaceRule>,
     },
-    /// Age and gender of a face.
-    AgeGender,
+    /// Gender of a face, and its age when `age`.
+    AgeGender { age: bool },
     /// SSD detector.
     Ssd {
         labels: Vec<String>,
@@ -292,9 +293,9 @@ impl Decoder {
             },
             OutputSpec::Movenet { face } => Decoder::Movenet {
                 input: (m.input.width, m.input.height, m.input.placement.placement()),
-                face: face.clone(),
+                face: face.as_ref().map(|f| f.rule(&m.name)).transpose()?,
             },
-            OutputSpec::AgeGender => Decoder::AgeGender,
+            OutputSpec::AgeGender { age } => Decoder::AgeGender { age: *age },
             OutputSpec::Ssd { labels, ssd, nms } => Decoder::Ssd {
                 labels: labels.clone(),
                 decoder: Box::new(
@@ -487,7 +488,7 @@ impl Decoder {
                 let verdict = match face {
                     None => Verdict::Keep,
                     Some(f) => {
-                        let b = face_box(&points, f.min_score, f.margin, fw, fh);
+                        let b = face_from_pose(&points, f, fw, fh).ok();
                         if let Some(b) = b {
                             tensors.push(camdnn_protocol::Tensor {
                                 name: "face_box".into(),
@@ -504,7 +505,7 @@ impl Decoder {
                     verdict,
                 }
             }
-            Decoder::AgeGender => {
+            Decoder::AgeGender { age: with_age } => {
                 let age = f32s(by_last_dim(outputs, 100, "age head [1, 100]")?)?;
                 let male = f32s(by_last_dim(outputs, 1, "gender head [1, 1]")?)?;
                 let a = decode_age_gender(age, male[0])?;
@@ -513,8 +514,12 @@ impl Decoder {
                     dims: vec![1],
                     data: vec![v],
                 };
+                let mut tensors = vec![one("male", male[0])];
+                if *with_age {
+                    tensors.insert(0, one("age", a.age));
+                }
                 Decoded::Output {
-                    value: OutputValue::Tensors(vec![one("age", a.age), one("male", male[0])]),
+                    value: OutputValue::Tensors(tensors),
                     rotate: false,
                     verdict: Verdict::Keep,
                 }
@@ -909,7 +914,7 @@ name = "movenet"
 path = "m.onnx"
 parent = "det"
 input = { width = 192, height = 192, crop = "fit", norm = { layout = "nhwc" } }
-output = { kind = "movenet", face = {} }"#,
+output = { kind = "movenet", face = { min_side = 16 } }"#,
         );
         let rt = ModelRuntime::new(&m, &|p| p.to_path_buf()).unwrap();
         // A 96x192 person box fit into 192x192: drawn 96 wide at left 48, scale 1.
@@ -967,7 +972,7 @@ name = "faceres"
 path = "f.onnx"
 parent = "pose"
 input = { width = 224, height = 224, norm = { layout = "nhwc" } }
-output = { kind = "age_gender" }"#,
+output = { kind = "age_gender", age = true }"#,
             ),
             &|p| p.to_path_buf(),
         )
@@ -993,6 +998,20 @@ output = { kind = "age_gender" }"#,
         assert_eq!(verdict, Verdict::Keep);
         assert_eq!((t[0].name.as_str(), t[0].data[0]), ("age", 40.0));
         assert_eq!((t[1].name.as_str(), t[1].data[0]), ("male", 0.1));
+        // Without `age` (the default) only the gender is reported.
+        let Decoded::Output {
+            value: OutputValue::Tensors(t),
+            ..
+        } = Decoder::AgeGender { age: false }
+            .decode(&out, &ctx)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["male"]
+        );
         let e = rt.decoder.decode(&out[1..], &ctx).unwrap_err();
         assert!(format!("{e:#}").contains("age head"), "{e:#}");
     }

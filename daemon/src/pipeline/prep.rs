@@ -236,6 +236,7 @@ pub fn decode(raw: &camdnn_protocol::Frame) -> Result<RgbImage, (RejectReason, S
     let bad = |e: E| {
         let reason = match e {
             E::FrameDims { .. } => RejectReason::BadDimensions,
+            E::TooLarge { .. } => RejectReason::TooLarge,
             E::FrameSize { .. } => RejectReason::PayloadSizeMismatch,
             _ => RejectReason::Malformed,
         };

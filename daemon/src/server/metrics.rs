@@ -469,6 +469,7 @@ pub fn reject_label(r: RejectReason) -> &'static str {
         RejectReason::BadDetection => "bad_detection",
         RejectReason::UnsupportedFormat => "unsupported_format",
         RejectReason::SeqNotIncreasing => "seq_not_increasing",
+        RejectReason::TooLarge => "too_large",
     }
 }
 
