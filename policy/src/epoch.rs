@@ -50,7 +50,7 @@ impl EpochScenes {
         let mut others: Vec<&(&[u32], usize)> =
             distinct.iter().filter(|(s, _)| *s != latest).collect();
         // Stable: the first seen stays first among equals.
-        others.sort_by(|a, b| b.1.cmp(&a.1));
+        others.sort_by_key(|o| std::cmp::Reverse(o.1));
         for (s, _) in others.iter().take(max_scenes.max(1) - 1) {
             kept.push((s.to_vec(), 0));
         }

@@ -9,10 +9,11 @@ use crate::{GlobalPolicy, Plan, PlanInput, System};
 /// A learned policy loaded from its ONNX file and sidecar.
 #[derive(Debug)]
 pub enum Learned {
-    /// The MLP distilled from the one-frame ILP.
-    Frame(MlpPolicy),
+    /// The MLP distilled from the one-frame ILP (both boxed: large, and
+    /// of different sizes).
+    Frame(Box<MlpPolicy>),
     /// The MLP distilled from the stream oracle.
-    Stream(StreamMlp),
+    Stream(Box<StreamMlp>),
 }
 
 impl Learned {
@@ -24,9 +25,13 @@ impl Learned {
         }
         let tag: Format = serde_json::from_str(sidecar)?;
         if tag.format == STREAM_FORMAT {
-            Ok(Learned::Stream(StreamMlp::new(system, onnx, sidecar)?))
+            Ok(Learned::Stream(Box::new(StreamMlp::new(
+                system, onnx, sidecar,
+            )?)))
         } else {
-            Ok(Learned::Frame(MlpPolicy::new(system, onnx, sidecar)?))
+            Ok(Learned::Frame(Box::new(MlpPolicy::new(
+                system, onnx, sidecar,
+            )?)))
         }
     }
 }
