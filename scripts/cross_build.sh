@@ -4,6 +4,8 @@
 #
 #   scripts/cross_build.sh            # release: target/aarch64-unknown-linux-gnu/release/camdnnd
 #   scripts/cross_build.sh --dev      # dev profile (dependencies still optimised): .../debug/camdnnd
+#   scripts/cross_build.sh --quick    # dev profile, nothing optimised, no debug info (the smoke
+#                                     # test's build: it serves the sim engine, and builds fastest)
 #   scripts/cross_build.sh --target x86_64   # the same glibc floor for amd64 boxes
 #
 # cargo-zigbuild runs cargo with Zig as C compiler and linker (tract's Arm
@@ -16,12 +18,17 @@ cd "$(dirname "$0")/.."
 GLIBC=2.27
 ARCH=aarch64
 PROFILE=release
+EXTRA=()
 while [ $# -gt 0 ]; do
   case $1 in
     --dev) PROFILE=dev ;;
+    --quick)
+      PROFILE=dev
+      EXTRA=(--config 'profile.dev.package."*".opt-level=0' --config 'profile.dev.debug=false')
+      ;;
     --release) PROFILE=release ;;
     --target) ARCH=${2:?--target needs aarch64 or x86_64}; shift ;;
-    *) echo "cross_build: unknown option $1 (--dev, --release, --target aarch64|x86_64)" >&2; exit 2 ;;
+    *) echo "cross_build: unknown option $1 (--dev, --quick, --release, --target aarch64|x86_64)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -40,7 +47,7 @@ if ! rustup target list --installed | grep -qx "$TRIPLE"; then
 fi
 # cargo-zigbuild finds Zig as `python3 -m ziglang` in the venv.
 export PATH="$PWD/.cross/venv/bin:$PATH"
-cargo zigbuild --profile "$PROFILE" -p camdnn-daemon --bin camdnnd --target "$TRIPLE.$GLIBC"
+cargo zigbuild "${EXTRA[@]}" --profile "$PROFILE" -p camdnn-daemon --bin camdnnd --target "$TRIPLE.$GLIBC"
 dir=release; [ "$PROFILE" = dev ] && dir=debug
 bin=target/$TRIPLE/$dir/camdnnd
 floor=$(scripts/glibc_floor.sh "$bin")

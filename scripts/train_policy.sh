@@ -13,16 +13,16 @@
 #   target/release/camdnnd suite --boards 30 --policies target/suite/policies
 #
 # SHARE_WEIGHT (default 1) weighs the loss term on each (model, processor) pair's expected
-# requests, which the decoding reads (0: the per-slot terms only, as before 2026-11-25).
+# requests, which the decoding reads (0: the per-slot terms only).
 # WORK_WEIGHT (default 1) weighs the term on each processor's expected execution time, so an
-# error costs what it costs the makespan (0: off, as before 2026-11-25's second session).
+# error costs what it costs the makespan (0: off).
 #
 # AUGMENT (default 7) label-preserving copies of each training demonstration (`ilmodel train
 # --augment`: a unit busy for longer, an unused previous residency forgotten; the ILP's plan stays
 # optimal, so no solve is needed): more rows for the same ILP time. EPOCHS (default 24) passes
 # over the demonstrations and their copies, about as many steps as 192 epochs over the
-# demonstrations alone (AUGMENT=0 EPOCHS=150: the policies trained before 2026-11-26, among them
-# the committed config/policies/rb5.*, whose sidecar therefore has no `augment`).
+# demonstrations alone (AUGMENT=0 EPOCHS=150 is how the committed config/policies/rb5.* was
+# trained: its sidecar has no `augment`).
 #
 # SAMPLES (default 12000, the paper's), MAX_OBJECTS (default 14) and OUT (default
 # config/policies) size the run; it prints its wall time at the end.
@@ -31,8 +31,8 @@
 # WIDTHS="128,128 256,256,256,256") and no HIDDEN, each is trained with twice the held-out fraction
 # and judged, MLP alone, on the validation band (`ilmodel eval --validation-of`): scenes neither its
 # training nor the final held-out split contain. The best is trained again on the full training
-# split. The held-out scenes `ilmodel eval` reports on play no part in the choice. docs/suite.md
-# has what it chose and gave on rb5 and generated boards.
+# split. The held-out scenes `ilmodel eval` reports on play no part in the choice. Why the
+# default stays 128,128: docs/decisions.md.
 #
 # Writes config/policies/NAME.onnx, NAME.policy.json and the loss curves
 # NAME.loss.csv / NAME.loss.svg; intermediate files (demos, model.json) go to

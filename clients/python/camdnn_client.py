@@ -8,6 +8,7 @@ Server messages are returned as plain dicts; see `decode_server`.
 import collections
 import socket
 import struct
+import time
 
 MAGIC = b"CDNN"
 HEADER = struct.Struct("<4sHBBI")
@@ -64,7 +65,10 @@ def jpeg_size(data):
 
 
 class ProtocolError(Exception):
-    """Bytes from the server that are not a valid message, or a refused handshake."""
+    """Bytes from the server that are not a valid message, or a refused handshake (then `code`
+    is the server's error code, e.g. "connection_limit")."""
+
+    code = None
 
 
 def _message(kind, flags, body, version=PROTOCOL_VERSION):
@@ -188,15 +192,17 @@ class _Reader:
             raise ProtocolError("%d trailing bytes in body" % (len(self.body) - self.pos))
 
 
-def _outputs(r):
+def _outputs(r, version):
     outputs = []
     for _ in range(r.unpack("B", "n_outputs")):
         model = r.str("model")
+        # Version 3 on: frames since the result was inferred (0: on this frame).
+        age = {"age": r.unpack("I", "output_age")} if version >= 3 else {}
         kind = r.unpack("B", "output_kind")
         if kind == 0:
             topk = [(r.str("label"), r.unpack("f", "label_score"))
                     for _ in range(r.unpack("B", "n_labels"))]
-            outputs.append({"model": model, "topk": topk})
+            outputs.append({"model": model, "topk": topk, **age})
         elif kind == 1:
             tensors = []
             for _ in range(r.unpack("B", "n_tensors")):
@@ -208,7 +214,7 @@ def _outputs(r):
                 raw = r.take(4 * count, "tensor_data")
                 tensors.append({"name": name, "dims": dims,
                                 "data": list(struct.unpack("<%df" % count, raw))})
-            outputs.append({"model": model, "tensors": tensors})
+            outputs.append({"model": model, "tensors": tensors, **age})
         else:
             raise ProtocolError("output_kind %d unknown" % kind)
     return outputs
@@ -225,8 +231,13 @@ def _decode_body(kind, flags, body, version):
         objects = []
         for _ in range(r.unpack("H", "n_objects")):
             x0, y0, x1, y1, score = r.unpack("fffff", "object box")
-            objects.append({"bbox": (x0, y0, x1, y1), "score": score, "class": r.cls(),
-                            "outputs": _outputs(r)})
+            obj = {"bbox": (x0, y0, x1, y1), "score": score, "class": r.cls()}
+            if version >= 3:
+                # The object's track (0: not tracked) and the frames since the detector
+                # last saw its box.
+                obj["track_id"], obj["box_age"] = r.unpack("II", "track")
+            obj["outputs"] = _outputs(r, version)
+            objects.append(obj)
         # Version 2 on: objects over the server's per-frame cap, counted but not listed.
         dropped = r.unpack("I", "objects_dropped") if version >= 2 else 0
         msg = {"type": "result", "stream_id": stream_id, "seq": seq,
@@ -289,8 +300,10 @@ class Client:
         first = self._read()
         if first["type"] == "error":
             self.sock.close()
-            raise ProtocolError("server refused the handshake: %s: %s"
+            err = ProtocolError("server refused the handshake: %s: %s"
                                 % (first["code"], first["message"]))
+            err.code = first["code"]
+            raise err
         if first["type"] != "welcome" or first["version"] not in SUPPORTED_VERSIONS:
             self.sock.close()
             raise ProtocolError("bad handshake answer %r" % (first,))
@@ -305,6 +318,10 @@ class Client:
     def in_flight(self, stream_id):
         """Frames of `stream_id` sent and not yet answered."""
         return len(self._in_flight[stream_id])
+
+    def in_flight_frames(self):
+        """Every (stream_id, seq) sent and not yet answered, sorted."""
+        return sorted((s, q) for s, seqs in self._in_flight.items() for q in seqs)
 
     def send_frame(self, stream_id, seq, capture_ts_us, width, height, pixel_format, payload, **opts):
         """Sends one frame (arguments as for `encode_frame`)."""
@@ -364,3 +381,99 @@ class Client:
                     raise ProtocolError("server closed the connection mid-message")
                 raise EOFError("server closed the connection")
             self._buf += chunk
+
+
+# Connection failures worth another attempt: the socket is missing or stale while the daemon
+# restarts, or the connection broke.
+_RETRYABLE = (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError,
+              EOFError)
+
+
+class ReconnectingClient:
+    """A `Client` that reconnects with backoff when its connection is lost (the daemon restarted,
+    drained, or closed the connection). Opt-in, because answers are per connection: frames in
+    flight on the lost connection are never answered by the new one, so `recv` returns them as
+    `{"type": "lost", "stream_id", "seq"}` before anything the new connection answers. A frame
+    whose send failed is sent again on the new connection. Waits `first` seconds before the
+    second attempt, doubling up to `max_wait`, and gives up after `give_up_after` seconds (None:
+    never), raising the last error."""
+
+    def __init__(self, path, client_name="python", timeout=None, first=0.1, max_wait=5.0,
+                 give_up_after=300.0):
+        self._args = (path, client_name, timeout)
+        self._backoff = (first, max_wait, give_up_after)
+        self._lost = collections.deque()
+        self.reconnects = 0
+        self._client = self._connect()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def welcome(self):
+        return self._client.welcome
+
+    def in_flight(self, stream_id):
+        """Frames of `stream_id` in flight on the current connection."""
+        return self._client.in_flight(stream_id)
+
+    def send_frame(self, *args, **opts):
+        """As `Client.send_frame`; reconnects and sends again when the connection is lost."""
+        while True:
+            try:
+                return self._client.send_frame(*args, **opts)
+            except socket.timeout:
+                raise
+            except (OSError, EOFError):
+                self._reconnect()
+
+    def recv(self):
+        """Next answer: lost frames first, then the server's; reconnects when the connection is
+        lost while waiting. Blocks like `Client.recv`."""
+        while True:
+            if self._lost:
+                stream_id, seq = self._lost.popleft()
+                return {"type": "lost", "stream_id": stream_id, "seq": seq}
+            try:
+                msg = self._client.recv()
+            except socket.timeout:
+                raise
+            except (OSError, EOFError):
+                self._reconnect()
+                continue
+            if msg["type"] == "error" and msg["closing"]:
+                self._reconnect()
+            return msg
+
+    def bye(self):
+        """Sends Bye: lost frames, then every answer until the server closes (no reconnection)."""
+        lost = [{"type": "lost", "stream_id": s, "seq": q} for s, q in self._lost]
+        self._lost.clear()
+        return lost + self._client.bye()
+
+    def close(self):
+        self._client.close()
+
+    def _reconnect(self):
+        self._lost.extend(self._client.in_flight_frames())
+        self._client.close()
+        self._client = self._connect()
+        self.reconnects += 1
+
+    def _connect(self):
+        first, max_wait, give_up_after = self._backoff
+        start, wait = time.monotonic(), first
+        while True:
+            try:
+                return Client(*self._args)
+            except (OSError, EOFError, ProtocolError) as e:
+                retry = isinstance(e, _RETRYABLE) or getattr(e, "code", None) in (
+                    "connection_limit", "shutting_down")
+                late = give_up_after is not None and time.monotonic() - start + wait > give_up_after
+                if not retry or late:
+                    raise
+            time.sleep(wait)
+            wait = min(wait * 2, max_wait)

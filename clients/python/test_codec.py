@@ -20,7 +20,7 @@ def golden(name):
     return bytes.fromhex("".join(line.split("#")[0] for line in text.splitlines()))
 
 
-# Same values as protocol/tests/golden.rs. Vectors named NAME_v2 are protocol version 2, the
+# Same values as protocol/tests/golden.rs. Vectors named NAME_vN are protocol version N, the
 # rest version 1.
 CLIENT_VECTORS = {
     "hello": lambda: c.encode_hello("cam0", versions=[1]),
@@ -52,6 +52,14 @@ SERVER_VECTORS = {
                   "objects": [{"bbox": (10.0, 20.0, 30.0, 40.0), "score": 0.75, "class": 0,
                                "outputs": []}],
                   "objects_dropped": 65503},
+    "result_v3": {"type": "result", "stream_id": 7, "seq": 42,
+                  "timing": {"queue_us": 100, "detect_us": 0, "classify_us": 3000,
+                             "total_us": 5500},
+                  "objects": [{"bbox": (10.0, 20.0, 30.0, 40.0), "score": 0.75, "class": 0,
+                               "track_id": 5, "box_age": 2,
+                               "outputs": [{"model": "age", "topk": [("adult", 0.5)],
+                                            "age": 3}]}],
+                  "objects_dropped": 0},
     "dropped": {"type": "dropped", "stream_id": 7, "seq": 43, "reason": "deadline_passed"},
     "rejected": {"type": "rejected", "stream_id": 7, "seq": 44, "reason": "payload_size_mismatch",
                  "message": "bad"},

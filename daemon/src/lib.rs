@@ -2,6 +2,7 @@
 //! engines' threads, metrics, signals, systemd), built on the pure
 //! `camdnn-policy` scheduler.
 
+pub mod allocator;
 pub mod cmd;
 pub mod config;
 pub mod pipeline;

@@ -83,7 +83,9 @@ fn det(class: ClassRef, score: f32) -> UpstreamDetection {
 
 fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
     let (tx, rx) = oneshot::channel();
-    p.submit(f, Instant::now(), tx);
+    let now = Instant::now();
+    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
+    p.submit(f, now, deadline, tx);
     rx.blocking_recv().expect("every frame is answered")
 }
 

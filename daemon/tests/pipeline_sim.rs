@@ -54,7 +54,9 @@ fn frame(seq: u64, objects: &[(&str, f32)]) -> Frame {
 
 fn submit(p: &dyn FrameProcessor, f: Frame) -> oneshot::Receiver<Outcome> {
     let (tx, rx) = oneshot::channel();
-    p.submit(f, Instant::now(), tx);
+    let now = Instant::now();
+    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
+    p.submit(f, now, deadline, tx);
     rx
 }
 
@@ -216,15 +218,13 @@ fn a_frame_the_server_dropped_brings_the_global_step_forward() {
     assert!((100.0..600_000.0).contains(&at), "stepped at {at} ms");
 }
 
-/// A frame answered past its deadline (none answered late before it) is
-/// the pipeline falling behind without a drop: the stepper brings the
-/// global step forward as for a drop (`Stepper::frame_answered`), long
-/// before the epoch timer's. The frame's detector run stalls 1.5 s (sim
-/// fault) against a 500 ms deadline: it is placed well within the deadline
-/// (a frame still held when its deadline passes is dropped instead) and
-/// answered well after it.
+/// A frame whose deadline passes while its batch runs is answered at its
+/// deadline by the flow's timer (dropped, `deadline_passed`), not when the
+/// run ends, and, as any drop for being behind, brings the global step
+/// forward long before the epoch timer's. The frame's detector run stalls
+/// 1.5 s (sim fault) against a 500 ms deadline.
 #[test]
-fn a_frame_answered_late_brings_the_global_step_forward() {
+fn a_frame_whose_deadline_passes_in_a_stalled_run_is_answered_at_it() {
     let mut cfg = config();
     cfg.pipeline.epoch_ms = 600_000.0;
     cfg.pipeline.drop_step_gap_ms = 100.0;
@@ -248,12 +248,19 @@ fn a_frame_answered_late_brings_the_global_step_forward() {
     f.deadline = Some(camdnn_protocol::Deadline::RelativeUs(500_000));
     let submitted = Instant::now();
     match submit(&built.pipeline, f).blocking_recv().unwrap() {
-        Outcome::Done(_) => {}
-        other => panic!("expected a late answer, got {other:?}"),
+        Outcome::Dropped(DropReason::DeadlinePassed) => {}
+        other => panic!("expected a drop at the deadline, got {other:?}"),
     }
     let took = submitted.elapsed();
-    assert!(took > Duration::from_millis(500), "on time: {took:?}");
-    wait_for("no global step after a late answer", || {
+    assert!(
+        took >= Duration::from_millis(500),
+        "before its deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(1500),
+        "only when the run ended: {took:?}"
+    );
+    wait_for("no global step after a drop at the deadline", || {
         !steps.lock().unwrap().is_empty()
     });
     built.pipeline.shutdown();
@@ -312,9 +319,9 @@ fn thread_names() -> Vec<String> {
         .collect()
 }
 
-/// Issue 14: the last reference to a replaced pipeline was dropped inside a
-/// tokio task, which joined worker threads that unload every model. Now a
-/// drop returns at once, even inside the runtime with a worker stuck in a
+/// The last reference to a replaced pipeline may be dropped inside a tokio
+/// task, and joining worker threads that unload every model must not block
+/// it: a drop returns at once, even inside the runtime with a worker stuck in a
 /// long run: the frame is answered and the joins happen on the
 /// `camdnn-teardown` thread, which is still waiting for that worker.
 #[test]
@@ -364,8 +371,9 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
     );
 }
 
-/// Issue 14: readiness was set once and never cleared, so a pipeline whose
-/// scheduler thread had ended still reported ready (and fed the watchdog).
+/// Readiness follows the scheduler thread: a pipeline whose scheduler
+/// thread has ended reports neither ready nor alive (and stops feeding the
+/// watchdog).
 #[test]
 fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
     let built = pipeline::start(&config()).unwrap();

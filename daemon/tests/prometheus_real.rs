@@ -689,7 +689,8 @@ fn the_dashboard_queries_only_metrics_the_daemon_exports() {
         missing.is_empty(),
         "the dashboard queries metrics camdnnd does not export: {missing:?}"
     );
-    // What the dashboard must show (issue 18).
+    // What the dashboard must show: busy share, per-stage latency, batch
+    // flushes and the rest of the operator's view.
     for needed in [
         "camdnn_processor_busy_seconds_sum",
         "camdnn_frame_stage_seconds_sum",

@@ -3,11 +3,10 @@
 //! /metrics and /health, SIGHUP with a good and a bad config, SIGTERM with
 //! frames in flight, and an overload run with bounded memory.
 
+mod daemon_common;
+
 use std::collections::{BTreeMap, HashSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,157 +14,10 @@ use camdnn_protocol::{
     BBox, ClassRef, Client, ClientError, DropReason, Frame, PixelFormat, ServerMessage,
     UpstreamDetection,
 };
+use daemon_common::{config_text, proc_status_kib, repo, Daemon};
 
 /// Peak resident memory the daemon may reach in the overload test, MiB.
 const RSS_BOUND_MIB: u64 = 512;
-
-struct Daemon {
-    child: Child,
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-    config: PathBuf,
-    metrics: String,
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The shipped sim config with our socket, metrics port and absolute paths.
-fn config_text(socket: &Path, metrics: &str, wait_ms: f64) -> String {
-    let text = std::fs::read_to_string(repo().join("config/camdnnd-sim.toml")).expect("sim config");
-    let profile = repo().join("config/profiles/rb5.toml");
-    let mut out = String::new();
-    for line in text.lines() {
-        if line.starts_with("socket = ") {
-            out.push_str(&format!(
-                "socket = {:?}\ndrain_timeout_ms = 10000\n\n[metrics]\nlisten = {metrics:?}\n",
-                socket.display().to_string()
-            ));
-        } else if line.starts_with("profile = ") {
-            out.push_str(&format!("profile = {:?}\n", profile.display().to_string()));
-        } else if line.starts_with("policy = ") {
-            let dir = repo().join("config/policies");
-            out.push_str(&format!(
-                "policy = {{ onnx = {:?}, sidecar = {:?} }}\n",
-                dir.join("rb5.onnx").display().to_string(),
-                dir.join("rb5.policy.json").display().to_string()
-            ));
-        } else if line.starts_with("wait_ms = ") {
-            out.push_str(&format!("wait_ms = {wait_ms:?}\n"));
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        Daemon::start_with("camdnnd.sock", |socket, metrics| {
-            config_text(socket, metrics, 5.0)
-        })
-    }
-
-    /// Starts on the config `text(socket, metrics address)` with the socket
-    /// at `socket` inside a fresh temporary folder.
-    fn start_with(socket: &str, text: impl Fn(&Path, &str) -> String) -> Daemon {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let socket = dir.path().join(socket);
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let metrics = format!("127.0.0.1:{port}");
-        let config = dir.path().join("camdnnd.toml");
-        std::fs::write(&config, text(&socket, &metrics)).expect("write config");
-        let log = std::fs::File::create(dir.path().join("log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_camdnnd"))
-            .args(["serve", "--config"])
-            .arg(&config)
-            .env("CAMDNN_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start camdnnd");
-        let mut d = Daemon {
-            child,
-            dir,
-            socket,
-            config,
-            metrics,
-        };
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = d.child.try_wait().expect("wait") {
-                panic!("camdnnd exited early ({st}):\n{}", d.log());
-            }
-            if d.get("/health/ready").map(|(s, _)| s) == Some(200) && d.socket.exists() {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(120),
-                "camdnnd not ready:\n{}",
-                d.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        d
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: i32) {
-        let pid = i32::try_from(self.child.id()).expect("pid");
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
-    }
-
-    /// GET `path` on the metrics listener: (status, body).
-    fn get(&self, path: &str) -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(&self.metrics).ok()?;
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-        let mut text = String::new();
-        s.read_to_string(&mut text).ok()?;
-        let status = text.split_whitespace().nth(1)?.parse().ok()?;
-        let body = text.split_once("\r\n\r\n")?.1.to_owned();
-        Some((status, body))
-    }
-
-    /// The value of the sample `name` (with labels, as rendered).
-    fn metric(&self, name: &str) -> f64 {
-        let (_, body) = self.get("/metrics").expect("metrics");
-        body.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no sample {name} in /metrics:\n{body}"))
-    }
-
-    /// Waits for exit; the exit code.
-    fn wait_exit(&mut self) -> i32 {
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait") {
-                return st.code().unwrap_or(-1);
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "camdnnd did not exit:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A 64x48 RGB24 frame carrying one person and one car (skips the detector).
 fn frame(stream_id: u32, seq: u64) -> Frame {
@@ -378,9 +230,7 @@ fn real_binary_serves_rust_and_python_clients_reloads_and_drains() {
     let good = std::fs::read_to_string(&d.config).expect("config");
     std::fs::write(&d.config, format!("{good}\n[bogus]\nx = 1\n")).expect("write");
     d.signal(libc::SIGHUP);
-    wait_for(&d, || {
-        d.metric("camdnn_config_reloads_total{result=\"error\"}") == 1.0
-    });
+    d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"error\"}") == 1.0);
     assert_eq!(d.metric("camdnn_config_reloads_total{result=\"ok\"}"), 0.0);
     // SIGHUP with a good config (a different batcher wait time) while a
     // client streams: the switch drops no frame (only newest-wins supersedes).
@@ -396,9 +246,7 @@ fn real_binary_serves_rust_and_python_clients_reloads_and_drains() {
     });
     std::thread::sleep(Duration::from_millis(100));
     d.signal(libc::SIGHUP);
-    wait_for(&d, || {
-        d.metric("camdnn_config_reloads_total{result=\"ok\"}") == 1.0
-    });
+    d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"ok\"}") == 1.0);
     let answers = streaming.join().expect("streaming client");
     assert_eq!(answers.len(), 150);
     for m in &answers {
@@ -441,27 +289,6 @@ fn real_binary_serves_rust_and_python_clients_reloads_and_drains() {
     assert_eq!(d.wait_exit(), 0, "clean exit:\n{}", d.log());
     assert!(!d.socket.exists(), "socket file removed");
     assert_eq!(tally.total(), sent);
-}
-
-fn wait_for(d: &Daemon, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "condition not met in time; log:\n{}",
-            d.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmHWM")
 }
 
 #[test]
@@ -509,7 +336,7 @@ fn overload_is_answered_frame_for_frame_with_bounded_memory() {
         "overloaded: most frames superseded ({tally:?}, sent {sent})"
     );
     assert_counters(&d, sent, &tally);
-    let peak_mib = peak_rss_kib(d.child.id()) / 1024;
+    let peak_mib = proc_status_kib(d.child.id(), "VmHWM") / 1024;
     eprintln!("overload: sent {sent}, {tally:?}, peak RSS {peak_mib} MiB");
     assert!(
         peak_mib < RSS_BOUND_MIB,
@@ -611,9 +438,9 @@ fn occurrences(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-/// Issue 14: the "needs restart" warnings compared with the last config
-/// read (a second reload of the same change said nothing, although the
-/// change was still not in effect) and were printed for reloads that failed.
+/// The "needs restart" warnings compare with the config running (a second
+/// reload of the same change names it again while it is not in effect) and
+/// follow applied reloads only (none for a reload that failed).
 #[test]
 fn restart_warnings_compare_with_the_running_config_and_follow_applied_reloads_only() {
     let d = Daemon::start();
@@ -629,17 +456,13 @@ fn restart_warnings_compare_with_the_running_config_and_follow_applied_reloads_o
     );
     std::fs::write(&d.config, &broken).expect("write");
     d.signal(libc::SIGHUP);
-    wait_for(&d, || {
-        d.metric("camdnn_config_reloads_total{result=\"error\"}") == 1.0
-    });
+    d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"error\"}") == 1.0);
     assert_eq!(occurrences(&d.log(), warning), 0, "{}", d.log());
 
     std::fs::write(&d.config, &wider).expect("write");
     for applied in 1..=2 {
         d.signal(libc::SIGHUP);
-        wait_for(&d, || {
-            d.metric("camdnn_config_reloads_total{result=\"ok\"}") == f64::from(applied)
-        });
+        d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"ok\"}") == f64::from(applied));
         assert_eq!(
             occurrences(&d.log(), warning),
             applied as usize,
@@ -649,19 +472,7 @@ fn restart_warnings_compare_with_the_running_config_and_follow_applied_reloads_o
     }
 }
 
-/// The sum of every sample of the family `name` (any labels).
-fn metric_sum(d: &Daemon, name: &str) -> f64 {
-    let (_, body) = d.get("/metrics").expect("metrics");
-    body.lines()
-        .filter(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// Issue 14, chaos: under steady load from two clients, an engine panics
+/// Chaos: under steady load from two clients, an engine panics
 /// (its worker restarts and reloads its models), the reload of the model
 /// that panicked fails five times (the pair is out of service with
 /// backed-off retries and /health/ready says why), a SIGHUP changes the
@@ -701,15 +512,15 @@ fn chaos_every_frame_is_answered_and_counted_and_the_daemon_recovers() {
         .collect();
 
     // The panic, then the model out of service with a reason.
-    wait_for(&d, || metric_sum(&d, "camdnn_engine_panics_total") >= 1.0);
-    wait_for(&d, || {
+    d.wait_for(|| d.metric_sum("camdnn_engine_panics_total") >= 1.0);
+    d.wait_for(|| {
         d.get("/health/ready")
             .is_some_and(|(s, body)| s == 503 && body.contains("out of service"))
     });
     // Recovery: the sixth retry loads it; ready again.
-    wait_for(&d, || {
-        metric_sum(&d, "camdnn_model_load_failures_total") >= 5.0
-            && metric_sum(&d, "camdnn_model_unavailable") == 0.0
+    d.wait_for(|| {
+        d.metric_sum("camdnn_model_load_failures_total") >= 5.0
+            && d.metric_sum("camdnn_model_unavailable") == 0.0
             && d.get("/health/ready").is_some_and(|(s, _)| s == 200)
     });
     // A reload that changes the models (no faults, five classes per classifier).
@@ -720,9 +531,7 @@ fn chaos_every_frame_is_answered_and_counted_and_the_daemon_recovers() {
     assert_ne!(changed, text);
     std::fs::write(&d.config, changed).expect("write");
     d.signal(libc::SIGHUP);
-    wait_for(&d, || {
-        d.metric("camdnn_config_reloads_total{result=\"ok\"}") == 1.0
-    });
+    d.wait_for(|| d.metric("camdnn_config_reloads_total{result=\"ok\"}") == 1.0);
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
 

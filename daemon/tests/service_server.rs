@@ -8,7 +8,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use camdnn_daemon::server::config::ServerConfig;
-use camdnn_protocol::{Client, ClientError, Deadline, DropReason, ErrorCode, ServerMessage};
+use camdnn_protocol::{
+    BBox, ClassRef, Client, ClientError, Deadline, DropReason, ErrorCode, Label, ObjectResult,
+    Output, OutputValue, ServerMessage,
+};
 use service_common::{frame, key, FakeProcessor, TestServer};
 
 fn cfg() -> ServerConfig {
@@ -67,7 +70,7 @@ fn pipelined_frames_on_many_streams_are_all_answered() {
     let p = FakeProcessor::new(Some(Duration::from_millis(1)), 8);
     let server = TestServer::start(cfg(), p.clone());
     let c = Client::connect(&server.socket, "probe").expect("connect");
-    assert_eq!(c.welcome().version, 3);
+    assert_eq!(c.welcome().version, camdnn_protocol::PROTOCOL_VERSION);
     assert_eq!(c.welcome().window, 4);
     drop(c);
     let tally = run_client(&server.socket, "cam", 3, 40);
@@ -207,6 +210,34 @@ fn deadlines_drop_frames_before_they_reach_the_processor() {
     server.shutdown();
 }
 
+/// A stalled processor moves nothing in the admission table: a frame that
+/// waits is answered at its deadline all the same, long before the stalled
+/// frame comes back.
+#[test]
+fn a_waiting_frame_is_answered_at_its_deadline_while_the_processor_is_stalled() {
+    let p = FakeProcessor::new(Some(Duration::from_secs(10)), 1);
+    let server = TestServer::start(cfg(), p.clone());
+    let mut raw = raw::Raw::connect(&server.socket);
+    raw.send_frame(&frame(2, 0)); // stalls the processor for 10 s
+    let mut waiting = frame(3, 0);
+    waiting.deadline = Some(Deadline::RelativeUs(100_000));
+    raw.send_frame(&waiting);
+    // Raw's read timeout (20 s) is past the stall: the first answer is
+    // the waiting frame's drop only if a timer sent it.
+    match raw.recv() {
+        ServerMessage::Dropped(d) => {
+            assert_eq!((d.stream_id, d.reason), (3, DropReason::DeadlinePassed));
+        }
+        other => panic!("expected the waiting frame's drop first, got {other:?}"),
+    }
+    assert_eq!(
+        p.submitted.load(Ordering::SeqCst),
+        1,
+        "it was never submitted"
+    );
+    server.shutdown();
+}
+
 #[test]
 fn priority_decides_which_waiting_frame_goes_first() {
     let p = FakeProcessor::new(Some(Duration::from_millis(300)), 1);
@@ -278,13 +309,19 @@ fn drain_limit_answers_stuck_frames_shutting_down() {
     server.rt.block_on(server.done).expect("server");
 }
 
+/// Over the limit, a connection waiting for an answer keeps its slot (an
+/// idle one would give it up: `service_door.rs`), so a new one is refused.
 #[test]
 fn connections_over_the_limit_are_refused_with_an_error() {
-    let p = FakeProcessor::new(Some(Duration::from_millis(1)), 2);
+    let p = FakeProcessor::new(Some(Duration::from_millis(1500)), 2);
     let mut c = cfg();
     c.max_connections = 1;
-    let server = TestServer::start(c, p);
+    let server = TestServer::start(c, p.clone());
     let mut first = Client::connect(&server.socket, "first").expect("connect");
+    first.send_frame(&frame(0, 0)).expect("send");
+    while p.submitted.load(Ordering::SeqCst) < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     match Client::connect(&server.socket, "second") {
         Err(ClientError::Refused(e)) => {
             assert_eq!(e.code, ErrorCode::ConnectionLimit);
@@ -292,7 +329,6 @@ fn connections_over_the_limit_are_refused_with_an_error() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    first.send_frame(&frame(0, 0)).expect("send");
     assert!(matches!(first.recv(), Ok(ServerMessage::Result(_))));
     drop(first);
     server.shutdown();
@@ -348,6 +384,11 @@ mod raw {
 
     impl Raw {
         pub fn connect(path: &std::path::Path) -> Self {
+            Self::connect_offering(path, &[1]).0
+        }
+
+        /// Connects offering `versions`; returns the version the server chose.
+        pub fn connect_offering(path: &std::path::Path, versions: &[u16]) -> (Self, u16) {
             let s = UnixStream::connect(path).expect("connect");
             s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
                 .expect("timeout");
@@ -356,11 +397,28 @@ mod raw {
                 buf: BytesMut::new(),
             };
             r.send(&ClientMessage::Hello(Hello {
-                versions: vec![1],
+                versions: versions.to_vec(),
                 client_name: "raw".into(),
             }));
-            assert!(matches!(r.recv(), ServerMessage::Welcome(_)));
-            r
+            let ServerMessage::Welcome(w) = r.recv() else {
+                panic!("no Welcome")
+            };
+            (r, w.version)
+        }
+
+        /// The next whole message as it came off the socket.
+        pub fn recv_bytes(&mut self) -> Vec<u8> {
+            loop {
+                if let Some((_, used)) =
+                    ServerMessage::decode(&self.buf, DEFAULT_MAX_MESSAGE_SIZE).expect("decode")
+                {
+                    return self.buf.split_to(used).to_vec();
+                }
+                let mut chunk = [0u8; 4096];
+                let n = self.s.read(&mut chunk).expect("read");
+                assert!(n > 0, "server closed the connection");
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
         }
 
         pub fn send(&mut self, m: &ClientMessage) {
@@ -479,4 +537,67 @@ fn a_client_that_never_reads_does_not_stall_the_others() {
         .shutdown(std::net::Shutdown::Both)
         .expect("shutdown");
     writer.join().expect("writer thread");
+}
+
+/// An object the way a tracked stream answers it: a track, a carried box, a reused output.
+fn tracked_object() -> ObjectResult {
+    ObjectResult {
+        bbox: BBox {
+            x0: 1.0,
+            y0: 2.0,
+            x1: 30.0,
+            y1: 60.0,
+        },
+        class: ClassRef::Name("person".into()),
+        score: 0.9,
+        track_id: 12,
+        box_age: 2,
+        outputs: vec![Output {
+            model: "faceres".into(),
+            value: OutputValue::TopK(vec![Label {
+                label: "male".into(),
+                score: 0.8,
+            }]),
+            age: 4,
+        }],
+    }
+}
+
+#[test]
+fn each_client_gets_results_in_the_version_it_speaks() {
+    let p = FakeProcessor::with_objects(Duration::from_millis(1), 4, vec![tracked_object()]);
+    let server = TestServer::start(cfg(), p);
+    let mut sizes = Vec::new();
+    for (offered, want) in [(&[1u16][..], 1u16), (&[1, 2], 2), (&[1, 2, 3], 3)] {
+        let (mut raw, version) = raw::Raw::connect_offering(&server.socket, offered);
+        assert_eq!(version, want, "offered {offered:?}");
+        raw.send_frame(&frame(3, 9));
+        let bytes = raw.recv_bytes();
+        // The header's version field (after the magic) is the connection's version.
+        assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), want);
+        let ServerMessage::Result(r) = ServerMessage::decode_exact(&bytes, 1 << 20).unwrap() else {
+            panic!("version {want}: not a Result")
+        };
+        let o = &r.objects[0];
+        let tracked = (o.track_id, o.box_age, o.outputs[0].age);
+        if want >= 3 {
+            assert_eq!(tracked, (12, 2, 4));
+        } else {
+            // An older client's decoder has no such fields: they are not on the wire.
+            assert_eq!(tracked, (0, 0, 0), "version {want}");
+        }
+        assert_eq!(
+            (o.class.clone(), o.outputs[0].model.as_str()),
+            (ClassRef::Name("person".into()), "faceres")
+        );
+        sizes.push(bytes.len());
+    }
+    // Version 2 adds objects_dropped (4 bytes); version 3 the track id, the box age and the
+    // output's age (12 bytes).
+    assert_eq!(
+        (sizes[1] - sizes[0], sizes[2] - sizes[1]),
+        (4, 12),
+        "{sizes:?}"
+    );
+    server.shutdown();
 }

@@ -30,6 +30,14 @@ pub trait LoadedModel: Send {
     /// Runs one batch: every input's leading dim is the batch size k; outputs are named
     /// and come in [`ModelInfo::outputs`] order with leading dim k.
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, EngineError>;
+
+    /// Whether a batch of `batch` runs without first preparing something for
+    /// it (tract builds a plan per batch size on that size's first run, which
+    /// costs about as much as a load); the worker gives a run that is not
+    /// prepared its longer limit ([`crate::RunLimit::cold`]).
+    fn prepared_for(&self, _batch: usize) -> bool {
+        true
+    }
 }
 
 /// Refuses a processor whose engine kind is not `kind`.

@@ -100,6 +100,28 @@ pub enum EngineError {
         /// True when the worker dropped every resident model.
         restarted: bool,
     },
+    /// A run or a load took longer than the limit its command carried. The
+    /// engine cannot be interrupted, so its thread was abandoned (it ends
+    /// whenever the engine returns, its answer discarded). With `restarted`,
+    /// a fresh worker thread took over the processor, empty (every model it
+    /// held went with the stuck thread); without, the processor already had
+    /// as many stuck threads as its worker allows and the worker retired
+    /// (every later command is answered [`EngineError::WorkerGone`]).
+    #[error("processor `{processor}`: the {engine} engine was still {stage} model `{model}` after its limit of {limit_ms} ms{}", timeout_note(.restarted))]
+    TimedOut {
+        /// Processor name.
+        processor: String,
+        /// Model name.
+        model: String,
+        /// Engine name.
+        engine: &'static str,
+        /// What it was doing ("loading", "running").
+        stage: &'static str,
+        /// The limit the command carried, ms.
+        limit_ms: u64,
+        /// True when a fresh worker thread took over; false when the worker retired.
+        restarted: bool,
+    },
     /// The worker thread is gone (shut down or panicked) and cannot take commands.
     #[error("processor `{processor}`: worker thread is not running")]
     WorkerGone {
@@ -114,5 +136,14 @@ fn restart_note(restarted: &bool) -> &'static str {
         "; the worker dropped its models and restarted"
     } else {
         ""
+    }
+}
+
+/// The tail of [`EngineError::TimedOut`]'s message.
+fn timeout_note(restarted: &bool) -> &'static str {
+    if *restarted {
+        "; its thread was abandoned and a fresh worker thread took over, without models"
+    } else {
+        "; its thread was abandoned and the worker retired (too many stuck threads)"
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! **Test-only fault injection** ([`SimFaults`], [`SimEngine::with_faults`]):
 //! chosen loads of a model fail, chosen runs panic inside the engine, runs
-//! stall. It exists so the daemon's recovery paths (load retry with backoff,
+//! and loads stall. It exists so the daemon's recovery paths (load retry with backoff,
 //! worker restart after an engine panic) can be exercised end to end; a
 //! production config never sets it.
 
@@ -60,6 +60,13 @@ pub struct SimFaults {
     /// Which runs stall (see `stall_ms`).
     #[serde(default)]
     pub stall_on_runs: Vec<u64>,
+    /// The loads listed in `stall_on_loads` (every load when it is empty)
+    /// take this much longer, ms (a hung or slow load).
+    #[serde(default)]
+    pub load_stall_ms: u64,
+    /// Which loads stall (see `load_stall_ms`).
+    #[serde(default)]
+    pub stall_on_loads: Vec<u64>,
 }
 
 /// A model's faults and its load / run counters.
@@ -162,6 +169,12 @@ impl Engine for SimEngine {
             }
         }
         let start = Instant::now();
+        if let Some(f) = &faults {
+            let n = f.loads.load(Ordering::Relaxed);
+            if f.faults.stall_on_loads.is_empty() || f.faults.stall_on_loads.contains(&n) {
+                std::thread::sleep(Duration::from_millis(f.faults.load_stall_ms));
+            }
+        }
         std::thread::sleep(spec.load_time);
         let info = ModelInfo {
             name: model.name.clone(),

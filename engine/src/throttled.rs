@@ -96,6 +96,10 @@ impl LoadedModel for ThrottledModel {
         }
         out
     }
+
+    fn prepared_for(&self, batch: usize) -> bool {
+        self.inner.prepared_for(batch)
+    }
 }
 
 #[cfg(test)]

@@ -539,4 +539,12 @@ impl LoadedModel for TractModel {
         let TractModel { info, plans } = self;
         info.run_batched(inputs, |chunk| plans.run_once(info, chunk))
     }
+
+    fn prepared_for(&self, batch: usize) -> bool {
+        let k = match self.info.batch {
+            BatchMode::Native => batch,
+            BatchMode::Loop { model_batch } => model_batch,
+        };
+        self.plans.by_batch.contains_key(&k)
+    }
 }

@@ -8,19 +8,21 @@
 //! model is dropped (the engine's state is not trusted after a panic), the batch is
 //! answered [`EngineError::Panicked`] and the worker serves on, empty; runs queued
 //! behind it are answered `NotLoaded` until the owner loads again. A panic while
-//! loading drops only that load. [`WorkerHandle::is_alive`] turns false once the
-//! thread has ended, however it ended.
+//! loading drops only that load. A run or load that outlives the limit its command
+//! carries is answered [`EngineError::TimedOut`] and its thread replaced
+//! (`supervise.rs`). [`WorkerHandle::is_alive`] turns false once no thread serves
+//! the processor any more, however that came about.
 
-use std::collections::{HashMap, VecDeque};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::executor::{core_id, spawn_executor};
+use crate::supervise::{Shared, WorkerStatus};
 use crate::{
-    BatchMode, Engine, EngineError, LoadedModel, ModelInfo, ModelSource, ProcessorConfig, Tensor,
+    BatchMode, Engine, EngineError, ModelInfo, ModelSource, ProcessorConfig, RunLimit, Supervision,
+    Tensor,
 };
 
 /// Where a worker sends one answer: any `FnOnce` (e.g. completing an async oneshot),
@@ -45,8 +47,14 @@ impl<T: Send + 'static> Reply<T> {
         )
     }
 
-    fn send(self, v: T) {
+    /// Answers with `v` (what a worker does when it finishes; also for a
+    /// stand-in processor in tests).
+    pub fn answer(self, v: T) {
         (self.0)(v)
+    }
+
+    pub(crate) fn send(self, v: T) {
+        self.answer(v)
     }
 }
 
@@ -107,6 +115,9 @@ pub enum Command {
     Load {
         /// What to load.
         model: ModelSource,
+        /// Longest the load may take (`None`: no limit); past it the load is
+        /// answered [`EngineError::TimedOut`] and the thread replaced.
+        limit: Option<Duration>,
         /// Where to answer.
         reply: Reply<Result<LoadReport, EngineError>>,
     },
@@ -125,6 +136,9 @@ pub enum Command {
         inputs: Vec<Tensor>,
         /// Scheduling priority (0 lowest): among queued runs, higher goes first.
         priority: u8,
+        /// Longest the run may take (`None`: no limit); past it the run is
+        /// answered [`EngineError::TimedOut`] and the thread replaced.
+        limit: Option<RunLimit>,
         /// When the command was created (for queue time).
         submitted: Instant,
         /// Where to answer.
@@ -135,11 +149,19 @@ pub enum Command {
 }
 
 /// A cloneable sender of commands to one worker.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerHandle {
     processor: String,
     tx: mpsc::Sender<Command>,
-    alive: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WorkerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerHandle")
+            .field("processor", &self.processor)
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorkerHandle {
@@ -148,9 +170,15 @@ impl WorkerHandle {
         &self.processor
     }
 
-    /// True while the worker thread runs (false once it ended, by shutdown or panic).
+    /// True while a thread serves the processor's commands (false once the
+    /// worker shut down, retired or its thread ended).
     pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire)
+        self.shared.status().alive
+    }
+
+    /// Alive or not, threads replaced and threads stuck past their limits.
+    pub fn status(&self) -> WorkerStatus {
+        self.shared.status()
     }
 
     /// Queues a command; fails only when the worker thread has ended.
@@ -166,7 +194,21 @@ impl WorkerHandle {
         model: ModelSource,
         reply: Reply<Result<LoadReport, EngineError>>,
     ) -> Result<(), EngineError> {
-        self.send(Command::Load { model, reply })
+        self.load_within(model, None, reply)
+    }
+
+    /// Queues a load that may take at most `limit`.
+    pub fn load_within(
+        &self,
+        model: ModelSource,
+        limit: Option<Duration>,
+        reply: Reply<Result<LoadReport, EngineError>>,
+    ) -> Result<(), EngineError> {
+        self.send(Command::Load {
+            model,
+            limit,
+            reply,
+        })
     }
 
     /// Queues an unload.
@@ -199,10 +241,23 @@ impl WorkerHandle {
         priority: u8,
         reply: Reply<Result<RunReport, EngineError>>,
     ) -> Result<(), EngineError> {
+        self.run_within(model, inputs, priority, None, reply)
+    }
+
+    /// Queues a run at `priority` that may take at most `limit` once started.
+    pub fn run_within(
+        &self,
+        model: impl Into<String>,
+        inputs: Vec<Tensor>,
+        priority: u8,
+        limit: Option<RunLimit>,
+        reply: Reply<Result<RunReport, EngineError>>,
+    ) -> Result<(), EngineError> {
         self.send(Command::Run {
             model: model.into(),
             inputs,
             priority,
+            limit,
             submitted: Instant::now(),
             reply,
         })
@@ -235,19 +290,30 @@ impl WorkerHandle {
     }
 }
 
-/// A running per-processor worker thread. Dropping it shuts the thread down after the
-/// commands already queued.
+/// A running per-processor worker: the thread serving its commands and a
+/// watchdog that replaces that thread when a command outlives its limit.
+/// Dropping it shuts the worker down after the commands already queued.
 #[derive(Debug)]
 pub struct Worker {
     handle: WorkerHandle,
-    join: Option<JoinHandle<()>>,
+    watchdog: Option<JoinHandle<()>>,
 }
 
 impl Worker {
-    /// Checks the processor against the engine, starts the thread (named
-    /// `camdnn-<processor>`), pins it to `proc.core` when set, and returns once it is
-    /// ready. Fails if the engine cannot serve the processor or the core does not exist.
+    /// [`Worker::spawn_supervised`] with the default [`Supervision`].
     pub fn spawn(proc: ProcessorConfig, engine: Arc<dyn Engine>) -> Result<Worker, EngineError> {
+        Self::spawn_supervised(proc, engine, Supervision::default())
+    }
+
+    /// Checks the processor against the engine, starts the thread (named
+    /// `camdnn-<processor>`), pins it to `proc.core` when set, starts its
+    /// watchdog and returns once it is ready. Fails if the engine cannot
+    /// serve the processor or the core does not exist.
+    pub fn spawn_supervised(
+        proc: ProcessorConfig,
+        engine: Arc<dyn Engine>,
+        supervision: Supervision,
+    ) -> Result<Worker, EngineError> {
         engine.check_processor(&proc)?;
         if let Some(cap) = proc.utilisation_cap {
             if !(cap > 0.0 && cap <= 1.0) {
@@ -257,54 +323,46 @@ impl Worker {
                 });
             }
         }
+        if let Some(core) = proc.core {
+            // Checked here, so a replacement thread's pinning cannot fail
+            // for want of the core.
+            core_id(&proc.name, core)?;
+        }
         // Unbounded on purpose: the owner bounds what it queues (the daemon's
         // admission limit bounds frames, hence batches, in flight); a bounded
         // queue here would block the scheduler thread on a slow processor.
         let (tx, rx) = mpsc::channel::<Command>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), EngineError>>(1);
         let name = proc.name.clone();
-        let alive = Arc::new(AtomicBool::new(true));
-        let alive_in_thread = Arc::clone(&alive);
-        let join = std::thread::Builder::new()
-            .name(format!("camdnn-{name}"))
-            .spawn(move || {
-                // Cleared when the thread ends, by return or by unwinding.
-                struct Alive(Arc<AtomicBool>);
-                impl Drop for Alive {
-                    fn drop(&mut self) {
-                        self.0.store(false, Ordering::Release);
-                    }
-                }
-                let _alive = Alive(alive_in_thread);
-                if let Some(core) = proc.core {
-                    if let Err(e) = pin(&proc.name, core) {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                }
-                let _ = ready_tx.send(Ok(()));
-                serve(&proc, engine.as_ref(), rx);
-            })
-            .map_err(|e| EngineError::Processor {
-                processor: name.clone(),
-                reason: format!("cannot start the worker thread: {e}"),
-            })?;
-        let ready = ready_rx.recv().unwrap_or_else(|_| {
-            Err(EngineError::WorkerGone {
-                processor: name.clone(),
-            })
-        });
-        if let Err(e) = ready {
-            let _ = join.join();
-            return Err(e);
-        }
+        let cannot = |what: &str, e: std::io::Error| EngineError::Processor {
+            processor: name.clone(),
+            reason: format!("cannot start the {what} thread: {e}"),
+        };
+        let shared = Shared::new(proc, engine, supervision, rx);
+        let executor = spawn_executor(Arc::clone(&shared), 0).map_err(|e| cannot("worker", e))?;
+        shared.set_executor(executor);
+        let handle = WorkerHandle {
+            processor: name.clone(),
+            tx,
+            shared: Arc::clone(&shared),
+        };
+        let watched = Arc::clone(&shared);
+        let watchdog = std::thread::Builder::new()
+            .name(format!("camdnn-{name}-wd"))
+            .spawn(move || watched.watch(spawn_executor));
+        let watchdog = match watchdog {
+            Ok(w) => w,
+            Err(e) => {
+                let mut worker = Worker {
+                    handle,
+                    watchdog: None,
+                };
+                worker.stop();
+                return Err(cannot("watchdog", e));
+            }
+        };
         Ok(Worker {
-            handle: WorkerHandle {
-                processor: name,
-                tx,
-                alive,
-            },
-            join: Some(join),
+            handle,
+            watchdog: Some(watchdog),
         })
     }
 
@@ -313,15 +371,19 @@ impl Worker {
         self.handle.clone()
     }
 
-    /// Finishes the queued commands, unloads every model and joins the thread.
+    /// Finishes the queued commands, unloads every model and joins the
+    /// threads (not one stuck past its limit: that one is never joined).
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
         let _ = self.handle.tx.send(Command::Shutdown);
-        if let Some(j) = self.join.take() {
+        if let Some(j) = self.handle.shared.wait_ended() {
             let _ = j.join();
+        }
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
         }
     }
 }
@@ -329,140 +391,5 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-fn pin(processor: &str, core: usize) -> Result<(), EngineError> {
-    let err = |reason: String| EngineError::Processor {
-        processor: processor.to_string(),
-        reason,
-    };
-    let ids = core_affinity::get_core_ids()
-        .ok_or_else(|| err("cannot list CPU cores to pin the worker".into()))?;
-    let id = ids
-        .into_iter()
-        .find(|c| c.id == core)
-        .ok_or_else(|| err(format!("core {core} does not exist or is not usable")))?;
-    if core_affinity::set_for_current(id) {
-        Ok(())
-    } else {
-        Err(err(format!("cannot pin the worker thread to core {core}")))
-    }
-}
-
-fn panicked(proc: &ProcessorConfig, model: &str, stage: &'static str) -> EngineError {
-    EngineError::Panicked {
-        processor: proc.name.clone(),
-        model: model.to_string(),
-        engine: proc.engine.as_str(),
-        stage,
-        restarted: stage == "running",
-    }
-}
-
-/// The next command to execute from `queue`: the highest-priority run before the
-/// first load / unload / shutdown (the oldest among equals), or that barrier
-/// itself when it is at the head.
-fn take_next(queue: &mut VecDeque<Command>) -> Option<Command> {
-    let mut best: Option<(usize, u8)> = None;
-    for (n, cmd) in queue.iter().enumerate() {
-        match cmd {
-            Command::Run { priority, .. } => {
-                if best.is_none_or(|(_, p)| *priority > p) {
-                    best = Some((n, *priority));
-                }
-            }
-            _ => break,
-        }
-    }
-    match best {
-        Some((n, _)) => queue.remove(n),
-        None => queue.pop_front(),
-    }
-}
-
-fn serve(proc: &ProcessorConfig, engine: &dyn Engine, rx: mpsc::Receiver<Command>) {
-    let mut models: HashMap<String, Box<dyn LoadedModel>> = HashMap::new();
-    let mut queue: VecDeque<Command> = VecDeque::new();
-    loop {
-        if queue.is_empty() {
-            match rx.recv() {
-                Ok(cmd) => queue.push_back(cmd),
-                Err(_) => break,
-            }
-        }
-        queue.extend(rx.try_iter());
-        let Some(cmd) = take_next(&mut queue) else {
-            break;
-        };
-        match cmd {
-            Command::Load { model, reply } => {
-                let started = Instant::now();
-                let result = if let Some(m) = models.get(&model.name) {
-                    Ok(LoadReport {
-                        info: m.info().clone(),
-                        already_resident: true,
-                        started,
-                        finished: Instant::now(),
-                    })
-                } else {
-                    catch_unwind(AssertUnwindSafe(|| engine.load(&model, proc)))
-                        .unwrap_or_else(|_| Err(panicked(proc, &model.name, "loading")))
-                        .map(|m| {
-                            let info = m.info().clone();
-                            models.insert(model.name.clone(), m);
-                            LoadReport {
-                                info,
-                                already_resident: false,
-                                started,
-                                finished: Instant::now(),
-                            }
-                        })
-                };
-                reply.send(result);
-            }
-            Command::Unload { model, reply } => {
-                reply.send(Ok(models.remove(&model).is_some()));
-            }
-            Command::Run {
-                model,
-                inputs,
-                submitted,
-                reply,
-                ..
-            } => {
-                let Some(m) = models.get_mut(&model) else {
-                    reply.send(Err(EngineError::NotLoaded {
-                        processor: proc.name.clone(),
-                        model,
-                    }));
-                    continue;
-                };
-                let started = Instant::now();
-                let outcome = catch_unwind(AssertUnwindSafe(|| m.run(&inputs)));
-                let finished = Instant::now();
-                let result = match outcome {
-                    Ok(r) => r.map(|outputs| RunReport {
-                        batch: inputs.first().and_then(|t| t.batch()).unwrap_or(0),
-                        mode: m.info().batch,
-                        model: model.clone(),
-                        outputs,
-                        submitted,
-                        started,
-                        finished,
-                    }),
-                    Err(_) => {
-                        // Restart: nothing the engine holds is trusted any more.
-                        models.clear();
-                        Err(panicked(proc, &model, "running"))
-                    }
-                };
-                reply.send(result);
-                // The cap's rest, after the answer: the owner learns the
-                // batch's own time, and plans the rest as the policy does.
-                std::thread::sleep(proc.rest_after(finished - started));
-            }
-            Command::Shutdown => break,
-        }
     }
 }

@@ -7,35 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use camdnn_engine::{
-    BatchMode, Command, DType, Dim, EngineError, EngineKind, ModelSource, OrtProvider,
-    ProcessorConfig, Reply, SimEngine, SimFaults, SimModelSpec, Tensor, TensorInfo, TractEngine,
-    Worker,
+    BatchMode, Command, DType, EngineError, EngineKind, ModelSource, OrtProvider, ProcessorConfig,
+    Reply, SimEngine, SimFaults, Tensor, TractEngine, Worker,
 };
+use common::sim_spec;
 
 fn sim_engine() -> Arc<SimEngine> {
     Arc::new(SimEngine::default().with_model("m", sim_spec()))
 }
 
-fn sim_spec() -> SimModelSpec {
-    SimModelSpec {
-        inputs: vec![TensorInfo {
-            name: "x".into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Batch, Dim::Fixed(4)],
-        }],
-        outputs: vec![TensorInfo {
-            name: "y".into(),
-            dtype: DType::F32,
-            shape: vec![Dim::Batch, Dim::Fixed(2)],
-        }],
-        load_time: Duration::from_millis(2),
-        exec_time: vec![Duration::from_millis(1); 8],
-    }
-}
-
-/// Issue 14: an engine that panicked left the worker answering NotLoaded
-/// while its owner believed the model resident, with no sign of the panic.
-/// Now the panic is reported as such, the worker restarts empty (every model
+/// An engine that panics must not leave the worker answering NotLoaded
+/// while its owner believes the model resident, with no sign of the panic:
+/// the panic is reported as such, the worker restarts empty (every model
 /// dropped) and serves on, and injected load failures are plain errors.
 #[test]
 fn an_engine_panic_restarts_the_worker_empty_and_it_serves_on() {

@@ -29,7 +29,7 @@
 //!
 //! With [`OracleOptions::warm_start`] HiGHS starts stage 1 from the greedy
 //! planner's plan and stage 2 from stage 1's. Both changes only make the
-//! solves faster (about 3x on rb5, gen-3 and gen-28 together; docs/suite.md).
+//! solves faster (about 3x on rb5, gen-3 and gen-28 together; docs/decisions.md).
 
 use std::time::{Duration, Instant};
 

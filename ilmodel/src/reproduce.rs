@@ -792,8 +792,8 @@ pub fn realtime_schedulers() -> Vec<&'static str> {
         .collect()
 }
 
-/// The bursty trace of issue 13: 10 empty frames, then 10 frames of 14/14/14
-/// objects, ten times.
+/// The bursty trace: 10 empty frames, then 10 frames of 14/14/14 objects,
+/// ten times.
 pub fn bursty_trace() -> Trace {
     let empty = camdnn_policy::sim::Segment {
         frames: 10,

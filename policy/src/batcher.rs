@@ -67,10 +67,20 @@ impl SyncBatcher {
         self.wait_ms
     }
 
-    /// Announces that `frame` brings `expected` requests of `model`
-    /// (known once its parent model has run). Zero is ignored.
+    /// Announces that `frame` brings `expected` more requests of `model`
+    /// (known once a parent item has run: each parent answer announces its
+    /// own children). Zero is ignored.
     pub fn expect(&mut self, frame: u64, model: ModelId, expected: u32) {
-        if expected > 0 {
+        if expected == 0 {
+            return;
+        }
+        if let Some(g) = self
+            .groups
+            .iter_mut()
+            .find(|g| g.frame == frame && g.model == model)
+        {
+            g.expected += expected;
+        } else {
             self.groups.push(Group {
                 frame,
                 model,
@@ -80,6 +90,20 @@ impl SyncBatcher {
                 deadline: f64::INFINITY,
             });
         }
+    }
+
+    /// One announced request of (`frame`, `model`) will never arrive (its
+    /// input could not be made): when the rest have all arrived, what waits
+    /// is released at once.
+    pub fn withdraw(&mut self, frame: u64, model: ModelId) -> Option<Flush> {
+        let pos = self
+            .groups
+            .iter()
+            .position(|g| g.frame == frame && g.model == model && g.expected > g.arrived)?;
+        let g = &mut self.groups[pos];
+        g.expected -= 1;
+        (g.arrived == g.expected && g.arrived > g.released)
+            .then(|| self.release(pos, FlushReason::Complete))
     }
 
     /// One request of (`frame`, `model`) arrived at `now`; `target` is the

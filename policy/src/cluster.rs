@@ -268,6 +268,12 @@ impl Cluster {
         }
     }
 
+    /// Where the batch of `mark` is expected to finish now, ms: its placed
+    /// finish as moved by the corrections made since to its processor.
+    pub fn expected_finish(&self, mark: FinishMark) -> f64 {
+        mark.uncorrected_ms + self.shift_ms[mark.proc.0]
+    }
+
     /// Lets a real executor correct rem_j once a batch finished at
     /// `actual_finish`: the work queued behind it moves by the batch's error,
     /// measured against its expected finish as already moved by the batches

@@ -23,6 +23,8 @@
 //! - [`estimate`]: live t_e / t_l estimates with their spread; [`drift`]: detectors of a
 //!   lasting change in a processor's speed or the scene mix; [`adapt`]: both driving the
 //!   scheduler's view of the profile and early global steps;
+//! - [`reuse`]: whether a tracked object's earlier result stands for this frame's, per model,
+//!   and each model's share of requests still inferred;
 //! - [`stepper`]: when the global step runs and with what (epoch timer, frames counted,
 //!   adaptation's triggers); the simulator and the daemon drive the same one.
 
@@ -39,6 +41,7 @@ pub mod epoch;
 mod error;
 pub mod estimate;
 pub mod features;
+pub mod flow;
 pub mod frame_period;
 pub mod gen;
 mod global;
@@ -48,6 +51,7 @@ pub mod mlp;
 pub mod plan;
 pub mod rank;
 pub mod retry;
+pub mod reuse;
 pub mod rng;
 pub mod scene;
 pub mod schedulers;

@@ -151,8 +151,8 @@ fn without_throttles_or_adaptation_the_simulator_is_unchanged() {
 /// accounted for. Under Algorithm 1 alone (either host rule) none that could
 /// be on time is lost. Under the full scheduler the drops also bring global
 /// steps forward, so its run takes another course and can end with fewer
-/// frames on time (546 against 569 since it starts in the earliest-finish
-/// rule; docs/suite.md, thirteenth session): only the mechanism is checked
+/// frames on time (546 against 569, as it starts in the earliest-finish
+/// rule): only the mechanism is checked
 /// there.
 #[test]
 fn deadline_admission_turns_late_frames_into_early_drops() {

@@ -5,7 +5,7 @@
 //! mapping, which put the detector on the GPU (67 ms against 23 on the
 //! CPU); no choice brought it back next to the classifier the CPU runs
 //! best, and camdnn-greedy answered 0.880 of the frames on time against
-//! camdnn-local's 0.978 (docs/suite.md).
+//! camdnn-local's 0.978 (docs/decisions.md).
 
 use camdnn_policy::dispatch::strands_a_classifier;
 use camdnn_policy::schedulers::{detector_home, LocalDispatcher, Scheduler};

@@ -3,7 +3,7 @@
 //! answers its frames: real-time dropping never drops every frame for a
 //! detector load that only a frame would start. On seeds 2000-2299 and
 //! 3000-3299 of the suite's generator, seven such boards answered no frame
-//! at all, their units idle (docs/suite.md).
+//! at all, their units idle (docs/decisions.md).
 
 use camdnn_policy::admission::detector_behind;
 use camdnn_policy::late_binding::Placer;

@@ -1,5 +1,5 @@
 //! The board and scene generators: deterministic for a seed, and within the
-//! ranges the suite promises (issue 13, item 3).
+//! ranges the suite promises.
 
 use camdnn_policy::gen::{board, heavy_count, Shape, LOAD_RANGE_MS, SPEED_RANGE};
 use camdnn_policy::schedulers::{by_name, BASELINES};

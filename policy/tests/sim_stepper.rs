@@ -118,8 +118,8 @@ fn a_triggered_step_restarts_the_timer_and_every_step_counts_its_frames() {
     );
 }
 
-/// 10 empty frames, then 10 frames of 14/14/14 objects, 10 times (issue 13's
-/// bursty trace).
+/// 10 empty frames, then 10 frames of 14/14/14 objects, 10 times (the bursty
+/// trace).
 const BURSTY: &str = "10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n\
     10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n\
     10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n10 0 0 0\n10 14 14 14\n";

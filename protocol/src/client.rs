@@ -136,6 +136,17 @@ impl Client {
         self.in_flight.get(&stream_id).map_or(0, HashSet::len)
     }
 
+    /// Every frame sent and not yet answered, by stream, then sequence number.
+    pub fn in_flight_frames(&self) -> Vec<(u32, u64)> {
+        let mut all: Vec<(u32, u64)> = self
+            .in_flight
+            .iter()
+            .flat_map(|(s, seqs)| seqs.iter().map(move |q| (*s, *q)))
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
     /// Sends one frame, first waiting for answers while its stream has `window` frames in flight.
     pub fn send_frame(&mut self, frame: &Frame) -> Result<(), ClientError> {
         let (stream_id, seq) = (frame.stream_id, frame.seq);

@@ -238,16 +238,26 @@ fn tensor(r: &mut Reader<'_>) -> Result<Tensor, BodyError> {
     Ok(Tensor { name, dims, data })
 }
 
-fn object(r: &mut Reader<'_>) -> Result<ObjectResult, BodyError> {
+fn object(r: &mut Reader<'_>, version: u16) -> Result<ObjectResult, BodyError> {
     let bbox = r.bbox()?;
     let score = r.f32("score")?;
     let class = r.class()?;
+    let (track_id, box_age) = if version >= 3 {
+        (r.u32("track_id")?, r.u32("box_age")?)
+    } else {
+        (0, 0)
+    };
     let n = r.u8("n_outputs")? as usize;
     // model name length + kind + count.
     r.check_count("outputs", n, 4)?;
     let mut outputs = Vec::with_capacity(n);
     for _ in 0..n {
         let model = r.string("model")?;
+        let age = if version >= 3 {
+            r.u32("output_age")?
+        } else {
+            0
+        };
         let kind = r.u8("output_kind")?;
         let value = match kind {
             0 => {
@@ -277,12 +287,14 @@ fn object(r: &mut Reader<'_>) -> Result<ObjectResult, BodyError> {
                 })
             }
         };
-        outputs.push(Output { model, value });
+        outputs.push(Output { model, value, age });
     }
     Ok(ObjectResult {
         bbox,
         class,
         score,
+        track_id,
+        box_age,
         outputs,
     })
 }
@@ -299,7 +311,9 @@ fn result(r: &mut Reader<'_>, version: u16) -> Result<FrameResult, BodyError> {
     let n = r.u16("n_objects")? as usize;
     // bbox + score + class kind + at least 2 bytes of class + output count.
     r.check_count("objects", n, 24)?;
-    let objects = (0..n).map(|_| object(r)).collect::<Result<Vec<_>, _>>()?;
+    let objects = (0..n)
+        .map(|_| object(r, version))
+        .collect::<Result<Vec<_>, _>>()?;
     let objects_dropped = if version >= 2 {
         r.u32("objects_dropped")?
     } else {

@@ -173,13 +173,20 @@ fn welcome_body(dst: &mut BytesMut, w: &Welcome) -> Result<(), EncodeError> {
     put_str(dst, "server_name", &w.server_name)
 }
 
-fn object_body(dst: &mut BytesMut, o: &ObjectResult) -> Result<(), EncodeError> {
+fn object_body(dst: &mut BytesMut, o: &ObjectResult, version: u16) -> Result<(), EncodeError> {
     put_bbox(dst, &o.bbox);
     dst.put_f32_le(o.score);
     put_class(dst, &o.class)?;
+    if version >= 3 {
+        dst.put_u32_le(o.track_id);
+        dst.put_u32_le(o.box_age);
+    }
     dst.put_u8(count_u8("outputs", o.outputs.len())?);
     for out in &o.outputs {
         put_str(dst, "model", &out.model)?;
+        if version >= 3 {
+            dst.put_u32_le(out.age);
+        }
         match &out.value {
             OutputValue::TopK(labels) => {
                 dst.put_u8(0);
@@ -232,7 +239,7 @@ fn result_body(dst: &mut BytesMut, r: &FrameResult, version: u16) -> Result<(), 
     }
     dst.put_u16_le(count_u16("objects", r.objects.len())?);
     for o in &r.objects {
-        object_body(dst, o)?;
+        object_body(dst, o, version)?;
     }
     if version >= 2 {
         dst.put_u32_le(r.objects_dropped);
@@ -290,8 +297,9 @@ impl ServerMessage {
 
     /// As [`ServerMessage::encode`], in protocol `version` (the one the handshake chose, 1
     /// before it): fields the version lacks are left out (`Result::objects_dropped` in
-    /// version 1), and an `Error` code or a `Rejected` reason it lacks is sent as its
-    /// stand-in ([`crate::ErrorCode::for_version`], [`crate::RejectReason::for_version`]).
+    /// version 1, tracks and ages before version 3), and an `Error` code or a `Rejected`
+    /// reason it lacks is sent as its stand-in ([`crate::ErrorCode::for_version`],
+    /// [`crate::RejectReason::for_version`]).
     pub fn encode_version(
         &self,
         dst: &mut BytesMut,

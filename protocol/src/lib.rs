@@ -16,6 +16,7 @@ mod decode;
 mod encode;
 mod error;
 mod message;
+mod reconnect;
 mod validate;
 mod wire;
 
@@ -28,6 +29,7 @@ pub use message::{
     Hello, Label, ObjectResult, Output, OutputValue, PixelFormat, RejectReason, Rejected,
     ServerError, ServerMessage, Tensor, Timing, UpstreamDetection, Welcome,
 };
+pub use reconnect::{connect_with_backoff, Answer, Backoff, ReconnectingClient};
 pub use wire::{
     flags, negotiate, MessageType, DEFAULT_MAX_MESSAGE_SIZE, HANDSHAKE_VERSION, HEADER_LEN, MAGIC,
     PROTOCOL_VERSION, SUPPORTED_VERSIONS,

@@ -1,4 +1,4 @@
-//! The messages of protocol version 1, as plain Rust values.
+//! The messages of the protocol (versions 1 to 3), as plain Rust values.
 //!
 //! These types say nothing about bytes; `encode` and `decode` turn them into and out of the wire
 //! format described in `docs/protocol.md`.
@@ -217,6 +217,10 @@ pub struct Output {
     pub model: String,
     /// What it produced.
     pub value: OutputValue,
+    /// Frames since this result was inferred: 0 when the model ran on this frame, more when
+    /// the object's track reused an earlier result. Sent from protocol version 3 on (a
+    /// version-1 or -2 peer never sees it; it decodes as 0).
+    pub age: u32,
 }
 
 /// One detected object and what the classifiers said about it.
@@ -228,6 +232,12 @@ pub struct ObjectResult {
     pub class: ClassRef,
     /// Detector confidence.
     pub score: f32,
+    /// The object's track in its stream (the same object keeps its id from frame to frame),
+    /// 0 when it is not tracked. Sent from protocol version 3 on (decodes as 0 before).
+    pub track_id: u32,
+    /// Frames since the detector last saw this box: 0 when it found it on this frame, more
+    /// when the tracker carried the box through frames the detector skipped. Version 3 on.
+    pub box_age: u32,
     /// Classifier outputs (at most 255).
     pub outputs: Vec<Output>,
 }

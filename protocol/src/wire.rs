@@ -14,8 +14,9 @@ pub const HEADER_LEN: usize = 12;
 /// The protocol version this crate speaks by default (the highest it supports).
 ///
 /// Version 2 adds `objects_dropped` at the end of `Result` and the `Error` codes 10 (connection
-/// limit) and 11 (timeout); version 3 the `Rejected` reason 7 (too large); everything else is as
-/// in version 1 (`docs/protocol.md`, "Versions").
+/// limit) and 11 (timeout); version 3 adds each object's track id and box age and each
+/// output's age to `Result`, and the `Rejected` reason 7 (too large); everything else is as in
+/// version 1 (`docs/protocol.md`, "Versions").
 pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Every protocol version this crate can encode and decode, lowest first.

@@ -110,7 +110,7 @@ enum Edit {
     /// Make the header's body length match the bytes after it (keeps framing intact, so the
     /// body parsers see the edits).
     FixLength,
-    /// Set the header's version (1, 2, or something unsupported).
+    /// Set the header's version (1, 2, 3, or something unsupported).
     Version(u16),
 }
 
@@ -122,7 +122,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         1 => (any::<Index>(), any::<Index>(), any::<Index>()).prop_map(|(a, b, c)| Edit::Duplicate(a, b, c)),
         3 => (any::<Index>(), 0u8..3, 0u8..4).prop_map(|(i, w, v)| Edit::Boundary(i, w, v)),
         4 => Just(Edit::FixLength),
-        1 => prop_oneof![Just(1u16), Just(2), any::<u16>()].prop_map(Edit::Version),
+        1 => prop_oneof![Just(1u16), Just(2), Just(3), any::<u16>()].prop_map(Edit::Version),
     ]
 }
 
@@ -165,7 +165,7 @@ fn apply(bytes: &mut Vec<u8>, e: &Edit) {
     }
 }
 
-/// A corpus entry or a freshly generated valid message, in version 1 or 2.
+/// A corpus entry or a freshly generated valid message, in version 1, 2 or 3.
 fn seed() -> impl Strategy<Value = Vec<u8>> {
     let corpus = corpus();
     let encode_in = |m: ServerMessage, v: u16| {
@@ -175,12 +175,12 @@ fn seed() -> impl Strategy<Value = Vec<u8>> {
     };
     prop_oneof![
         3 => proptest::sample::select(corpus),
-        1 => (client_message(), 1u16..=2).prop_map(|(m, v)| {
+        1 => (client_message(), 1u16..=3).prop_map(|(m, v)| {
             let mut b = bytes::BytesMut::new();
             m.encode_version(&mut b, MAX, v).expect("encodes");
             b.to_vec()
         }),
-        1 => (server_message(), 1u16..=2).prop_map(move |(m, v)| encode_in(m, v)),
+        1 => (server_message(), 1u16..=3).prop_map(move |(m, v)| encode_in(m, v)),
     ]
 }
 
@@ -191,7 +191,7 @@ fn with_valid_header() -> impl Strategy<Value = Vec<u8>> {
     (
         proptest::sample::select(kinds),
         0u8..16,
-        1u16..=2,
+        1u16..=3,
         proptest::collection::vec(any::<u8>(), 0..300),
     )
         .prop_map(|(kind, flags, version, body)| {

@@ -119,6 +119,8 @@ fn server_vectors() -> Vec<(&'static str, ServerMessage)> {
                     },
                     class: ClassRef::Name("person".into()),
                     score: 0.75,
+                    track_id: 0,
+                    box_age: 0,
                     outputs: vec![
                         Output {
                             model: "age".into(),
@@ -132,6 +134,7 @@ fn server_vectors() -> Vec<(&'static str, ServerMessage)> {
                                     score: 0.25,
                                 },
                             ]),
+                            age: 0,
                         },
                         Output {
                             model: "emb".into(),
@@ -140,6 +143,7 @@ fn server_vectors() -> Vec<(&'static str, ServerMessage)> {
                                 dims: vec![1, 2],
                                 data: vec![1.0, -2.0],
                             }]),
+                            age: 0,
                         },
                     ],
                 }],
@@ -166,9 +170,45 @@ fn server_vectors() -> Vec<(&'static str, ServerMessage)> {
                     },
                     class: ClassRef::Id(0),
                     score: 0.75,
+                    track_id: 0,
+                    box_age: 0,
                     outputs: vec![],
                 }],
                 objects_dropped: 65503,
+            }),
+        ),
+        (
+            "result_v3",
+            ServerMessage::Result(FrameResult {
+                stream_id: 7,
+                seq: 42,
+                timing: Timing {
+                    queue_us: 100,
+                    detect_us: 0,
+                    classify_us: 3000,
+                    total_us: 5500,
+                },
+                objects: vec![ObjectResult {
+                    bbox: BBox {
+                        x0: 10.0,
+                        y0: 20.0,
+                        x1: 30.0,
+                        y1: 40.0,
+                    },
+                    class: ClassRef::Id(0),
+                    score: 0.75,
+                    track_id: 5,
+                    box_age: 2,
+                    outputs: vec![Output {
+                        model: "age".into(),
+                        value: OutputValue::TopK(vec![Label {
+                            label: "adult".into(),
+                            score: 0.5,
+                        }]),
+                        age: 3,
+                    }],
+                }],
+                objects_dropped: 0,
             }),
         ),
         (
@@ -207,13 +247,11 @@ fn server_vectors() -> Vec<(&'static str, ServerMessage)> {
     ]
 }
 
-/// The protocol version a golden vector is written in: `NAME_v2` is version 2, the rest 1.
+/// The protocol version a golden vector is written in: `NAME_vN` is version N, the rest 1.
 fn version_of(name: &str) -> u16 {
-    if name.ends_with("_v2") {
-        2
-    } else {
-        1
-    }
+    name.rsplit_once("_v")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(1)
 }
 
 #[test]
@@ -267,4 +305,37 @@ fn every_golden_file_is_checked() {
         .collect();
     on_disk.sort();
     assert_eq!(covered, on_disk);
+}
+
+#[test]
+fn a_version_3_result_reaches_older_peers_without_tracks_and_ages() {
+    let (_, v3) = server_vectors()
+        .into_iter()
+        .find(|(n, _)| *n == "result_v3")
+        .expect("result_v3 vector");
+    let ServerMessage::Result(mut expected) = v3.clone() else {
+        panic!("result_v3 is a Result");
+    };
+    for o in &mut expected.objects {
+        (o.track_id, o.box_age) = (0, 0);
+        for out in &mut o.outputs {
+            out.age = 0;
+        }
+    }
+    let full = golden("result_v3");
+    for version in [1u16, 2] {
+        let mut enc = bytes::BytesMut::new();
+        v3.encode_version(&mut enc, MAX, version).unwrap();
+        // 8 bytes of track and box age, 4 of the output's age, in version 1 also the
+        // 4 of objects_dropped.
+        let shorter = 12 + if version == 1 { 4 } else { 0 };
+        assert_eq!(enc.len(), full.len() - shorter, "version {version}");
+        assert_eq!(u16::from_le_bytes([enc[4], enc[5]]), version);
+        let decoded = ServerMessage::decode_exact(&enc, MAX).unwrap();
+        assert_eq!(
+            decoded,
+            ServerMessage::Result(expected.clone()),
+            "version {version}"
+        );
+    }
 }

@@ -125,6 +125,7 @@ fn unsupported_version() {
         })
     );
     assert_eq!(client(&raw_v(2, 0x03, 0, &[])), Ok(ClientMessage::Bye));
+    assert_eq!(client(&raw_v(3, 0x03, 0, &[])), Ok(ClientMessage::Bye));
     // Hello and Welcome stay version 1 whatever the version chosen.
     assert_eq!(
         client(&raw_v(2, 0x01, 0, &B::default().u8(1).u16(2).str("x").0)),
@@ -684,6 +685,8 @@ fn encoder_refuses_what_the_decoder_would_reject() {
             },
             class: ClassRef::Id(0),
             score: 1.0,
+            track_id: 0,
+            box_age: 0,
             outputs: vec![Output {
                 model: "m".into(),
                 value: OutputValue::Tensors(vec![Tensor {
@@ -691,6 +694,7 @@ fn encoder_refuses_what_the_decoder_would_reject() {
                     dims: vec![2, 2],
                     data: vec![0.0; 3],
                 }]),
+                age: 0,
             }],
         }],
         objects_dropped: 0,
@@ -729,8 +733,10 @@ fn encoder_refuses_what_the_decoder_would_reject() {
 #[test]
 fn version_negotiation_picks_the_highest_common_version() {
     assert_eq!(negotiate(&[1]), Some(1));
+    assert_eq!(negotiate(&[7, 1, 4]), Some(1));
     assert_eq!(negotiate(&[7, 1, 3]), Some(3));
     assert_eq!(negotiate(&[1, 2]), Some(2));
+    assert_eq!(negotiate(&[2, 4]), Some(2));
     assert_eq!(negotiate(&[2, 3]), Some(3));
     assert_eq!(negotiate(&[3, 4]), Some(3));
     assert_eq!(negotiate(&[4, 5]), None);

@@ -1,5 +1,7 @@
 //! Helpers shared by the workspace-level tests in `tests/tests/`.
 
+pub mod docs;
+
 use std::path::PathBuf;
 
 /// The repository root, so tests can find `config/` and the built binaries.

@@ -65,6 +65,9 @@ pub enum VisionError {
     /// An image operation got an argument it cannot work with (empty crop, zero output size...).
     #[error("{0}")]
     Image(String),
+    /// A tracker was given a box it cannot follow.
+    #[error("tracker: {0}")]
+    Track(String),
 }
 
 impl VisionError {

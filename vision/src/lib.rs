@@ -23,6 +23,9 @@
 //! keypoints, whether they show a face seen from the front and large enough ([`pose_face`]), and
 //! a face crop's [`age_gender`].
 //!
+//! [`track`] follows each stream's objects from frame to frame, so a per-object result can be
+//! reused while its object persists.
+//!
 //! Face detection with [`mtcnn`] runs the detector on an image pyramid and refines each
 //! candidate in two more stages.
 
@@ -46,6 +49,7 @@ pub mod pose_face;
 mod resize;
 mod routing;
 pub mod ssd;
+pub mod track;
 pub mod yolo;
 
 pub use error::VisionError;

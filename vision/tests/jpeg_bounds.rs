@@ -1,5 +1,5 @@
 //! A JPEG whose header declares more pixels than its bytes can hold is refused before anything
-//! is allocated for those pixels (issue 14: a 236-byte file declaring 8192x8192 cost 207 MB).
+//! is allocated for those pixels (a 236-byte file declaring 8192x8192 would otherwise cost 207 MB).
 //!
 //! A counting global allocator measures the peak heap growth while the frame is checked and
 //! converted; this file holds only these tests so nothing else allocates meanwhile.

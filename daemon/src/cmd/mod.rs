@@ -8,6 +8,7 @@ pub mod recovery;
 pub mod serve;
 pub mod simulate;
 pub mod suite;
+pub mod track_eval;
 
 use clap::{Parser, Subcommand};
 
@@ -42,6 +43,10 @@ enum Command {
     /// Benchmarks the real pipeline against a sequential Rust loop and a
     /// sequential Python/onnxruntime script, and the simulator's prediction.
     Bench(bench::Args),
+    /// Replays a clip through the real graph per frame and with tracking and per-object
+    /// result reuse, and prints per model the inferences saved and the agreement of the
+    /// reused results with per-frame inference.
+    TrackEval(track_eval::Args),
 }
 
 /// The report commands print tables that are often piped into `head`:
@@ -72,5 +77,9 @@ pub fn main() -> anyhow::Result<()> {
         Command::CheckConfig(args) => check_config::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::TrackEval(args) => {
+            stop_quietly_when_stdout_closes();
+            track_eval::run(&args)
+        }
     }
 }

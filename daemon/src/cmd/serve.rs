@@ -1,6 +1,12 @@
 //! `camdnnd serve`: the daemon. Loads the config, starts the pipeline, serves
 //! the Unix socket (own or systemd's), metrics and health over HTTP, and
 //! handles signals: SIGTERM/SIGINT drain and exit 0, SIGHUP reloads.
+//!
+//! Signals are caught before anything else happens, so none can end the
+//! daemon by its default action: during start-up a SIGTERM/SIGINT ends it
+//! (exit 0, logged) and a SIGHUP is logged and applied as a reload once
+//! start-up is done. The socket and the metrics port are taken before any
+//! model loads, so a bad path or a busy port fails at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +19,7 @@ use signal_hook_tokio::Signals;
 use crate::config::DaemonConfig;
 use crate::pipeline::FrameProcessor;
 use crate::server::listener::Listener;
-use crate::server::{http, logging, metrics, systemd, Server, ServerHandle};
+use crate::server::{door, http, logging, metrics, systemd, Server, ServerHandle};
 
 /// Options of `camdnnd serve`.
 #[derive(clap::Args, Debug)]
@@ -34,14 +40,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// [`run`] with another processor builder.
 pub fn run_with(args: &Args, build: BuildFn) -> anyhow::Result<()> {
-    let cfg = load(&args.config)?;
-    logging::init(&cfg.log)?;
+    crate::allocator::bound_arenas();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("camdnnd-io")
         .build()
         .context("starting the async runtime")?;
-    let result = rt.block_on(serve(args.config.clone(), cfg, build));
+    // First: from here on a signal is queued for us, never acted on by default.
+    let signals = {
+        let _in_runtime = rt.enter();
+        Signals::new([SIGTERM, SIGINT, SIGHUP]).context("installing signal handlers")?
+    };
+    let cfg = load(&args.config)?;
+    logging::init(&cfg.log)?;
+    let result = rt.block_on(serve(args.config.clone(), cfg, build, signals));
     if let Err(e) = &result {
         tracing::error!("camdnnd failed: {e:#}");
     }
@@ -70,10 +82,20 @@ async fn build_blocking(
         .context("the pipeline builder panicked")?
 }
 
-async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Result<()> {
+async fn serve(
+    path: PathBuf,
+    mut cfg: DaemonConfig,
+    build: BuildFn,
+    mut signals: Signals,
+) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), config = %path.display(), "camdnnd starting");
     systemd::status("loading models");
-    // Health and metrics first, so /health/live answers while models load.
+    // The socket first (a bad path or a live server there fails before any
+    // model loads), then health and metrics, so /health/live answers while
+    // models load. Clients that connect meanwhile wait in the socket's
+    // backlog until the pipeline is ready.
+    let mut listener = Listener::open(&cfg.server)?;
+    let socket = listener.take().context("the listener was already taken")?;
     let (ready_tx, ready_rx) = tokio::sync::watch::channel(None::<ServerHandle>);
     let mut http_task = None;
     if cfg.metrics.enabled {
@@ -103,20 +125,34 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
         });
         http_task = Some(tokio::spawn(http::serve(listener, Some(recorder), ready)));
     }
-    let processor = build_blocking(build, cfg.clone()).await?;
-    let mut listener = Listener::open(&cfg.server)?;
-    let socket = listener.take().context("the listener was already taken")?;
+    let Some((processor, hup_pending)) = start_up(build, &cfg, &mut signals).await? else {
+        return Ok(());
+    };
+    let budget = door::fd_budget();
+    if cfg.server.max_connections > budget {
+        tracing::warn!(
+            configured = cfg.server.max_connections,
+            allowed = budget,
+            "[server] max_connections lowered to what the file descriptor limit allows"
+        );
+        cfg.server.max_connections = budget;
+    }
     let server = Server::new(cfg.server.clone(), processor);
     let handle = server.handle();
     ready_tx.send_replace(Some(handle.clone()));
 
-    let signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).context("installing signal handlers")?;
     let signals_handle = signals.handle();
-    let signal_task = tokio::spawn(handle_signals(signals, path, cfg, build, handle.clone()));
+    let signal_task = tokio::spawn(handle_signals(
+        signals,
+        (path, cfg),
+        build,
+        handle.clone(),
+        hup_pending,
+    ));
     tokio::spawn(announce_ready(handle.clone()));
     if let Some(period) = systemd::watchdog_interval() {
         let h = handle.clone();
-        tokio::spawn(systemd::watchdog(period, move || h.is_alive()));
+        tokio::spawn(systemd::watchdog(period, move || h.liveness()));
     }
 
     server.run(socket).await;
@@ -128,6 +164,34 @@ async fn serve(path: PathBuf, cfg: DaemonConfig, build: BuildFn) -> anyhow::Resu
     }
     tracing::info!("camdnnd stopped");
     Ok(())
+}
+
+/// Builds the first pipeline while answering signals: SIGTERM/SIGINT end
+/// the start-up (`None`: exit 0), a SIGHUP is remembered (`true`: reload
+/// once serving).
+async fn start_up(
+    build: BuildFn,
+    cfg: &DaemonConfig,
+    signals: &mut Signals,
+) -> anyhow::Result<Option<(Arc<dyn FrameProcessor>, bool)>> {
+    let building = build_blocking(build, cfg.clone());
+    tokio::pin!(building);
+    let mut hup = false;
+    loop {
+        tokio::select! {
+            built = &mut building => return Ok(Some((built?, hup))),
+            Some(sig) = signals.next() => {
+                if sig == SIGHUP {
+                    tracing::info!("SIGHUP during start-up: the config is reloaded once start-up is done");
+                    hup = true;
+                } else {
+                    tracing::info!(signal = sig, "signal during start-up: stopping before serving");
+                    systemd::stopping();
+                    return Ok(None);
+                }
+            }
+        }
+    }
 }
 
 /// Makes the pipeline's per-model and per-processor series exist (at zero)
@@ -182,49 +246,22 @@ async fn announce_ready(handle: ServerHandle) {
 
 /// Handles signals. A reload runs in its own task (reloads one at a time),
 /// so SIGTERM is acted on at once even while a new pipeline is being built.
+/// `hup_pending`: a SIGHUP came during start-up; it reloads now.
 async fn handle_signals(
     mut signals: Signals,
-    path: PathBuf,
-    running: DaemonConfig,
+    (path, running): (PathBuf, DaemonConfig),
     build: BuildFn,
     handle: ServerHandle,
+    hup_pending: bool,
 ) {
     let running = Arc::new(tokio::sync::Mutex::new(running));
     let path = Arc::new(path);
+    if hup_pending {
+        spawn_reload(&running, &path, build, &handle);
+    }
     while let Some(sig) = signals.next().await {
         match sig {
-            SIGHUP => {
-                let (running, path, handle) =
-                    (Arc::clone(&running), Arc::clone(&path), handle.clone());
-                tokio::spawn(async move {
-                    let mut running = running.lock().await;
-                    if handle.is_draining() {
-                        return;
-                    }
-                    systemd::reloading();
-                    match reload(&path, build, &handle).await {
-                        Ok(new) => {
-                            // Only now, with the reload applied: what it could not apply.
-                            for change in restart_only_changes(&running, &new) {
-                                tracing::warn!(
-                                    "{change} changed: takes effect at the next restart"
-                                );
-                            }
-                            *running = in_effect(&running, &new);
-                            ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "ok")
-                                .increment(1);
-                            tracing::info!(config = %path.display(), "config reloaded");
-                            systemd::ready("serving (config reloaded)");
-                        }
-                        Err(e) => {
-                            ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "error")
-                                .increment(1);
-                            tracing::error!("config reload failed, keeping the old config: {e:#}");
-                            systemd::ready("serving (last reload failed; old config kept)");
-                        }
-                    }
-                });
-            }
+            SIGHUP => spawn_reload(&running, &path, build, &handle),
             _ => {
                 tracing::info!(signal = sig, "shutting down");
                 systemd::stopping();
@@ -233,6 +270,40 @@ async fn handle_signals(
             }
         }
     }
+}
+
+/// Starts a reload in its own task (one at a time: they queue on `running`).
+fn spawn_reload(
+    running: &Arc<tokio::sync::Mutex<DaemonConfig>>,
+    path: &Arc<PathBuf>,
+    build: BuildFn,
+    handle: &ServerHandle,
+) {
+    let (running, path, handle) = (Arc::clone(running), Arc::clone(path), handle.clone());
+    tokio::spawn(async move {
+        let mut running = running.lock().await;
+        if handle.is_draining() {
+            return;
+        }
+        systemd::reloading();
+        match reload(&path, build, &handle).await {
+            Ok(new) => {
+                // Only now, with the reload applied: what it could not apply.
+                for change in restart_only_changes(&running, &new) {
+                    tracing::warn!("{change} changed: takes effect at the next restart");
+                }
+                *running = in_effect(&running, &new);
+                ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "ok").increment(1);
+                tracing::info!(config = %path.display(), "config reloaded");
+                systemd::ready("serving (config reloaded)");
+            }
+            Err(e) => {
+                ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "error").increment(1);
+                tracing::error!("config reload failed, keeping the old config: {e:#}");
+                systemd::ready("serving (last reload failed; old config kept)");
+            }
+        }
+    });
 }
 
 /// Validates the new config and builds its pipeline before switching to it;
@@ -286,6 +357,14 @@ fn restart_only_changes(running: &DaemonConfig, new: &DaemonConfig) -> Vec<Strin
             "max_connections",
             old.max_connections != new_s.max_connections,
         ),
+        (
+            "max_connections_per_uid",
+            old.max_connections_per_uid != new_s.max_connections_per_uid,
+        ),
+        (
+            "max_connections_per_pid",
+            old.max_connections_per_pid != new_s.max_connections_per_pid,
+        ),
         ("write_queue", old.write_queue != new_s.write_queue),
         (
             "default_priority",
@@ -330,8 +409,9 @@ mod tests {
         cfg
     }
 
-    /// Issue 14: the warnings compared with the last file read, so a second
-    /// reload of the same file said nothing although the socket had not moved.
+    /// The warnings compare with the config running, not the last file
+    /// read: a second reload of the same file still names a socket change
+    /// that has not taken effect.
     #[test]
     fn restart_only_changes_are_measured_against_the_running_config() {
         let started = config("/run/a.sock", 4, 64);

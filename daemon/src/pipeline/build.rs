@@ -17,11 +17,12 @@ use camdnn_policy::sim::FrameAdmission;
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 
+use super::clock::Clock;
 use super::config::{ModelEntry, PipelineConfig, ProcessorEntry};
 use super::models::ModelRuntime;
-use super::runtime::DropBehind;
 use super::runtime::{self, Parts, Pipeline};
 use crate::config::DaemonConfig;
+use camdnn_policy::flow::{Behind, FlowConfig};
 
 /// A started pipeline and the workers it owns (kept alive with it).
 pub struct Built {
@@ -38,9 +39,10 @@ impl super::FrameProcessor for Built {
         &self,
         frame: camdnn_protocol::Frame,
         received: std::time::Instant,
+        deadline: Option<std::time::Instant>,
         reply: tokio::sync::oneshot::Sender<super::Outcome>,
     ) {
-        self.pipeline.submit(frame, received, reply)
+        self.pipeline.submit(frame, received, deadline, reply)
     }
 
     fn max_in_flight(&self) -> usize {
@@ -57,6 +59,10 @@ impl super::FrameProcessor for Built {
 
     fn is_alive(&self) -> bool {
         self.pipeline.is_alive()
+    }
+
+    fn liveness(&self) -> Result<(), String> {
+        self.pipeline.liveness()
     }
 
     fn expected_work_ms(&self, frame: &camdnn_protocol::Frame) -> f64 {
@@ -82,6 +88,7 @@ impl Drop for Built {
                 let _ = t.join();
             }
             drop(workers);
+            crate::allocator::release_freed_memory();
         };
         if let Err(e) = std::thread::Builder::new()
             .name("camdnn-teardown".into())
@@ -100,6 +107,9 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
     let p = &cfg.pipeline;
     p.check()?;
     let system = p.system(|f| cfg.resolve(f))?;
+    if let Some(warning) = p.stall.progress_warning(&system) {
+        tracing::warn!("{warning}");
+    }
     scheduler(cfg, &system)?;
     for m in &p.models {
         ModelRuntime::new(m, &|f| cfg.resolve(f))?;
@@ -130,11 +140,31 @@ pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
 /// fixed limit, or at one frame period for `drop_behind_periods` (the
 /// replay's period; N other than 1 is replayed as 1), else
 /// `max_in_flight` with newest-wins.
-fn frame_admission(drop_behind: Option<DropBehind>, max_in_flight: usize) -> FrameAdmission {
-    match drop_behind {
-        Some(DropBehind::Ms(ms)) => FrameAdmission::Behind(Some(ms)),
-        Some(DropBehind::Periods(_)) => FrameAdmission::Behind(None),
+fn frame_admission(behind: Option<Behind>, max_in_flight: usize) -> FrameAdmission {
+    match behind {
+        Some(Behind::Ms(ms)) => FrameAdmission::Behind(Some(ms)),
+        Some(Behind::Periods(_)) => FrameAdmission::Behind(None),
         None => FrameAdmission::InFlight(max_in_flight),
+    }
+}
+
+/// The frame flow's knobs of a pipeline config (the simulator's
+/// [`camdnn_policy::sim::SimConfig::flow_config`] maps onto the same).
+pub fn flow_config(p: &PipelineConfig) -> FlowConfig {
+    FlowConfig {
+        epoch_ms: p.epoch_ms,
+        drop_step_gap_ms: p.drop_step_gap_ms,
+        late_steps: true,
+        behind: match (p.drop_behind_ms, p.drop_behind_periods) {
+            (Some(ms), _) => Some(Behind::Ms(ms)),
+            (None, Some(n)) => Some(Behind::Periods(n)),
+            (None, None) => None,
+        },
+        dispatch_ahead_ms: p.dispatch_ahead_ms,
+        deadline_admission_z: p.deadline_admission,
+        expire_at_deadline: true,
+        adapt: p.adapt.then(camdnn_policy::adapt::AdaptConfig::default),
+        log: false,
     }
 }
 
@@ -147,6 +177,9 @@ pub fn start_with(
 ) -> anyhow::Result<Built> {
     let p = &cfg.pipeline;
     let system = check(cfg)?;
+    if p.track.is_some() || p.models.iter().any(|m| m.reuse.is_some()) {
+        tracing::warn!("[pipeline.track] and the models' reuse are checked but not applied by the serving pipeline yet: every frame runs the detector and every object is inferred (camdnnd track-eval applies them to a clip)");
+    }
     let models: Vec<ModelRuntime> = p
         .models
         .iter()
@@ -169,7 +202,7 @@ pub fn start_with(
             tracing::warn!(processor = %proc.name, factor = t.factor, from = ?t.from, until = ?t.until, "throttling drill: this processor's batches will be slowed");
             engine = Arc::new(camdnn_engine::ThrottledEngine::new(engine, t)?);
         }
-        let w = Worker::spawn(proc.engine_config(), engine)
+        let w = Worker::spawn_supervised(proc.engine_config(), engine, p.stall.supervision())
             .with_context(|| format!("starting processor {:?}", proc.name))?;
         workers.push(w);
     }
@@ -180,14 +213,10 @@ pub fn start_with(
     // free slots filled), loaded and warmed up (one batch-1 run) before we
     // report ready. An upstream detector holds its slot in the scheduler's
     // residency but is never loaded.
-    let drop_behind = match (p.drop_behind_ms, p.drop_behind_periods) {
-        (Some(ms), _) => Some(DropBehind::Ms(ms)),
-        (None, Some(n)) => Some(DropBehind::Periods(n)),
-        (None, None) => None,
-    };
+    let flow = flow_config(p);
     let mut scheduler = wrap(scheduler(cfg, &system)?);
     log_scheduler(cfg);
-    scheduler.set_admission(frame_admission(drop_behind, p.max_in_flight));
+    scheduler.set_admission(frame_admission(flow.behind, p.max_in_flight));
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
     cluster.preload(&system, &plan);
@@ -217,25 +246,26 @@ pub fn start_with(
         metrics::gauge!("camdnn_resident_models", "processor" => pname)
             .set(cluster.resident_count(j) as f64);
     }
+    let units = handles
+        .into_iter()
+        .map(|h| Box::new(h) as Box<dyn super::units::Unit>)
+        .collect();
     let pipeline = runtime::start(Parts {
         system,
         models,
         sources,
-        workers: handles,
+        units,
+        workers: workers.iter().map(Worker::handle).collect(),
+        stall: p.stall.clone(),
         cluster,
         scheduler,
-        wait_ms: p.wait_ms,
-        epoch_ms: p.epoch_ms,
-        drop_step_gap_ms: p.drop_step_gap_ms,
-        adapt: p.adapt.then(camdnn_policy::adapt::AdaptConfig::default),
+        flow,
         adapt_profile_out: p.adapt_profile_out.clone(),
         max_in_flight: p.max_in_flight,
-        dispatch_ahead_ms: p.dispatch_ahead_ms,
-        deadline_admission: p.deadline_admission,
-        drop_behind,
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
-    });
+        clock: Clock::wall(),
+    })?;
     Ok(Built {
         pipeline,
         workers,

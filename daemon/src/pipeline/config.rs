@@ -106,6 +106,14 @@ pub struct PipelineConfig {
     /// for side-by-side comparisons on the real pipeline.
     #[serde(default = "d_scheduler")]
     pub scheduler: String,
+    /// Limits on engine calls and on a pipeline that makes no progress
+    /// (`[pipeline.stall]`, `pipeline::stall`).
+    #[serde(default)]
+    pub stall: super::stall::StallConfig,
+    /// Following each stream's objects across frames, and the detector interval
+    /// (`track_config.rs`; absent: off).
+    #[serde(default)]
+    pub track: Option<camdnn_vision::track::TrackerConfig>,
     /// The processing units.
     #[serde(rename = "processor")]
     pub processors: Vec<ProcessorEntry>,
@@ -258,6 +266,10 @@ pub struct ModelEntry {
     /// Output shapes the sim engine returns (per-item dims, batch excluded).
     #[serde(default)]
     pub sim_outputs: BTreeMap<String, Vec<usize>>,
+    /// When a tracked object's earlier result of this model stands for this frame's
+    /// (`camdnn_policy::reuse`; absent: inferred on every frame).
+    #[serde(default)]
+    pub reuse: Option<camdnn_policy::reuse::ReuseConfig>,
     /// TEST-ONLY fault injection on sim processors (failed loads, engine
     /// panics, stalls) to exercise recovery; never set it in production.
     #[serde(default)]
@@ -676,6 +688,7 @@ impl PipelineConfig {
 
     /// Cross-checks that the graph and the output kinds agree.
     pub fn check(&self) -> anyhow::Result<()> {
+        self.stall.validate()?;
         if self.processors.is_empty() {
             bail!("[pipeline] needs at least one [[pipeline.processor]]");
         }
@@ -780,6 +793,7 @@ impl PipelineConfig {
                 bail!("pipeline.dispatch_ahead_ms = {h}: must be >= 0 (or left out)");
             }
         }
+        super::track_config::check(self)?;
         if self.max_in_flight == 0 || self.prep_threads == 0 || self.max_objects == 0 {
             bail!(
                 "pipeline.max_in_flight, pipeline.prep_threads and pipeline.max_objects must be at least 1"

@@ -2,21 +2,33 @@
 //! dispatcher -> processor workers -> one result per frame. The server sees
 //! it only through [`FrameProcessor`].
 
+mod actor;
 mod build;
+pub mod clock;
 pub mod config;
+mod effects;
+#[cfg(test)]
+mod equivalence_tests;
+mod frame_data;
 pub mod health;
 pub mod models;
 mod onnx_meta;
+mod outputs;
 pub mod prep;
+mod processors;
+pub mod reuse_value;
 pub mod runtime;
+pub mod stall;
 mod step_thread;
+pub mod track_config;
+pub mod units;
 pub mod work;
 
 pub use build::{check, drop_unfit_policy, real_engine, scheduler, start, start_with, Built};
 
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use camdnn_protocol::{DropReason, Frame, FrameResult, RejectReason};
+use camdnn_protocol::{Deadline, DropReason, Frame, FrameResult, RejectReason};
 use tokio::sync::oneshot;
 
 /// What became of one frame; every submitted frame gets exactly one.
@@ -33,9 +45,16 @@ pub enum Outcome {
 /// The frame path as the server drives it. Implementations never block the
 /// caller: inference runs on the processors' own threads.
 pub trait FrameProcessor: Send + Sync + 'static {
-    /// Starts work on `frame`, received at `received`; the outcome is sent on
-    /// `reply` exactly once (a dropped receiver is ignored).
-    fn submit(&self, frame: Frame, received: Instant, reply: oneshot::Sender<Outcome>);
+    /// Starts work on `frame`, received at `received`, to be answered by
+    /// `deadline` (as the server read it from the frame); the outcome is
+    /// sent on `reply` exactly once (a dropped receiver is ignored).
+    fn submit(
+        &self,
+        frame: Frame,
+        received: Instant,
+        deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    );
 
     /// Frames the pipeline works on at once before the server should hold
     /// new ones back (the admission limit).
@@ -50,10 +69,19 @@ pub trait FrameProcessor: Send + Sync + 'static {
         (!self.is_ready()).then(|| "the frame processor is not ready".into())
     }
 
-    /// True while the processor's own control thread runs (feeds the systemd
-    /// watchdog).
+    /// True while the processor's own control thread runs and makes
+    /// progress (feeds the systemd watchdog).
     fn is_alive(&self) -> bool {
         true
+    }
+
+    /// `Ok` while alive, else why not (see [`FrameProcessor::is_alive`]).
+    fn liveness(&self) -> Result<(), String> {
+        if self.is_alive() {
+            Ok(())
+        } else {
+            Err("the frame processor is not alive".into())
+        }
     }
 
     /// The server dropped a frame before submitting it (superseded by a
@@ -76,4 +104,31 @@ pub fn build(
     cfg: &crate::config::DaemonConfig,
 ) -> anyhow::Result<std::sync::Arc<dyn FrameProcessor>> {
     Ok(std::sync::Arc::new(start(cfg)?))
+}
+
+/// A frame's deadline as an instant (`None`: no deadline). Absolute
+/// deadlines are converted through the realtime clock now.
+pub fn deadline_instant(d: Option<Deadline>, received: Instant) -> Option<Instant> {
+    match d? {
+        Deadline::RelativeUs(us) => Some(
+            received
+                .checked_add(Duration::from_micros(us))
+                .unwrap_or(received + Duration::from_secs(86_400 * 365)),
+        ),
+        Deadline::AbsoluteUs(at) => {
+            let now_us = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            if at <= now_us {
+                Some(received)
+            } else {
+                let left = Duration::from_micros(at - now_us);
+                Some(
+                    Instant::now()
+                        .checked_add(left)
+                        .unwrap_or(received + Duration::from_secs(86_400 * 365)),
+                )
+            }
+        }
+    }
 }

@@ -12,7 +12,6 @@ use camdnn_protocol::RejectReason;
 use camdnn_vision::{BBox, Frame, PixelFormat, Preprocessor, RgbImage, Transform};
 
 use super::models::InputPrep;
-use super::runtime::Event;
 
 /// One object's crop for one model.
 #[derive(Debug, Clone, Copy)]
@@ -92,21 +91,26 @@ pub enum Prepared {
 
 /// A fixed pool of preparation threads.
 pub struct PrepPool {
-    tx: Option<mpsc::Sender<Job>>,
+    tx: Option<mpsc::Sender<(u64, Job)>>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl PrepPool {
     /// Starts `n` threads that prepare inputs for `inputs` (by model id) and
-    /// report to `events`.
-    pub fn start(n: usize, inputs: Arc<Vec<InputPrep>>, events: mpsc::Sender<Event>) -> Self {
+    /// hand each result with its ticket to `done`, which says whether its
+    /// receiver is still there (a thread ends when it is not).
+    pub fn start(
+        n: usize,
+        inputs: Arc<Vec<InputPrep>>,
+        done: impl Fn(u64, Prepared) -> bool + Clone + Send + 'static,
+    ) -> Self {
         // Unbounded, bounded by the scheduler thread, its only sender: at most
         // one job per admitted frame and per detector/crop step of it.
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<(u64, Job)>();
         let rx = Arc::new(Mutex::new(rx));
         let threads = (0..n.max(1))
             .map(|t| {
-                let (rx, inputs, events) = (Arc::clone(&rx), Arc::clone(&inputs), events.clone());
+                let (rx, inputs, done) = (Arc::clone(&rx), Arc::clone(&inputs), done.clone());
                 std::thread::Builder::new()
                     .name(format!("camdnn-prep-{t}"))
                     .spawn(move || {
@@ -116,9 +120,9 @@ impl PrepPool {
                                 Ok(guard) => guard.recv(),
                                 Err(_) => return,
                             };
-                            let Ok(job) = job else { return };
+                            let Ok((ticket, job)) = job else { return };
                             let out = run_job(&mut pre, &inputs, job);
-                            if events.send(Event::Prepared(out)).is_err() {
+                            if !done(ticket, out) {
                                 return;
                             }
                         }
@@ -132,10 +136,11 @@ impl PrepPool {
         }
     }
 
-    /// Queues a job (dropped silently only after shutdown).
-    pub fn send(&self, job: Job) {
+    /// Queues a job, its result to carry `ticket` (dropped silently only
+    /// after shutdown).
+    pub fn send(&self, ticket: u64, job: Job) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(job);
+            let _ = tx.send((ticket, job));
         }
     }
 }

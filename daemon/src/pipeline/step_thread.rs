@@ -1,7 +1,7 @@
 //! The global step's own thread. The scheduler thread starts a step
 //! (`policy::stepper::Stepper::start_if_due`: the scheduler packs its work
 //! with a snapshot of the cluster) and hands it here; this thread computes
-//! it and hands it back as [`Event::StepComputed`], and the scheduler thread
+//! it and hands it back, and the scheduler thread
 //! applies it. Frames keep being placed meanwhile: a step of ~10 ms on the
 //! scheduler thread held every frame that arrived during it, and on bursty
 //! scenes that cost camdnn its lead over `camdnn-local` (docs/suite.md).
@@ -12,23 +12,22 @@ use std::thread::JoinHandle;
 
 use camdnn_policy::stepper::StartedStep;
 
-use super::runtime::Event;
-
 /// The thread and the way to it.
 pub struct StepThread {
-    tx: Option<mpsc::Sender<StartedStep>>,
+    tx: Option<mpsc::Sender<(u64, StartedStep)>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl StepThread {
-    /// Starts the thread; computed steps go to `events`.
-    pub fn start(events: mpsc::Sender<Event>) -> Self {
+    /// Starts the thread; each computed step goes with its ticket to
+    /// `done`, which says whether its receiver is still there.
+    pub fn start(done: impl Fn(u64, StartedStep) -> bool + Send + 'static) -> Self {
         // Unbounded, bounded by the stepper: one step is away at a time.
-        let (tx, rx) = mpsc::channel::<StartedStep>();
+        let (tx, rx) = mpsc::channel::<(u64, StartedStep)>();
         let thread = std::thread::Builder::new()
             .name("camdnn-step".into())
             .spawn(move || {
-                for mut step in rx {
+                for (ticket, mut step) in rx {
                     // A panic in the step loses its planning state: the
                     // scheduler then takes no more global steps (its
                     // dispatcher goes on) and the step comes back empty.
@@ -41,7 +40,7 @@ impl StepThread {
                         tracing::error!("the global step panicked: no more global steps; the dispatcher goes on as it was");
                         metrics::counter!("camdnn_global_step_failures_total").increment(1);
                     }
-                    if events.send(Event::StepComputed(step)).is_err() {
+                    if !done(ticket, step) {
                         return;
                     }
                 }
@@ -61,12 +60,12 @@ impl StepThread {
         }
     }
 
-    /// Hands `step` to the thread; gives it back if the thread is gone, for
-    /// the caller to compute itself.
-    pub fn send(&self, step: StartedStep) -> Result<(), StartedStep> {
+    /// Hands `step` to the thread, its result to carry `ticket`; gives both
+    /// back if the thread is gone, for the caller to compute the step itself.
+    pub fn send(&self, ticket: u64, step: StartedStep) -> Result<(), (u64, StartedStep)> {
         match &self.tx {
-            Some(tx) => tx.send(step).map_err(|mpsc::SendError(s)| s),
-            None => Err(step),
+            Some(tx) => tx.send((ticket, step)).map_err(|mpsc::SendError(s)| s),
+            None => Err((ticket, step)),
         }
     }
 }

@@ -170,6 +170,14 @@ impl<R> Admission<R> {
         Offer::Queued
     }
 
+    /// The earliest deadline of a waiting frame.
+    pub fn earliest_deadline(&self) -> Option<Instant> {
+        self.pending
+            .values()
+            .filter_map(|e| e.waiting.deadline)
+            .min()
+    }
+
     /// The next frame to submit or expire, given the processor's current
     /// in-flight limit; `None` when nothing can move now.
     pub fn next(&mut self, now: Instant, max_in_flight: usize) -> Option<Next<R>> {
@@ -493,7 +501,7 @@ mod tests {
         out
     }
 
-    /// Issue 14: one connection with 64 streams pushed a well-behaved
+    /// One connection with 64 streams must not push a well-behaved
     /// client's latency from 14 ms to seconds. The bound (operations guide):
     /// while a frame of cost c_L waits, another connection with frames of
     /// cost c_X gets at most 1 + ceil(c_L / c_X) frames admitted ahead of it.

@@ -37,9 +37,21 @@ pub struct ServerConfig {
     /// Most streams one connection may use.
     #[serde(default = "default_max_streams")]
     pub max_streams_per_connection: usize,
-    /// Most client connections at once; more are refused with an `Error`.
+    /// Most client connections at once (lowered at start to what the
+    /// process's file descriptor limit allows). A new connection past it
+    /// takes the slot of one with no frame in flight, one that never sent a
+    /// frame first, then the longest idle; when there is none it is refused
+    /// with an `Error` (`server::door`).
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Most connections of one user (the peer's uid) at once; past it, the
+    /// same rule within that user's connections.
+    #[serde(default = "default_max_connections_per_uid")]
+    pub max_connections_per_uid: usize,
+    /// Most connections of one process (the peer's pid) at once; past it,
+    /// the same rule within that process's connections.
+    #[serde(default = "default_max_connections_per_pid")]
+    pub max_connections_per_pid: usize,
     /// Answers queued per connection before the server stops reading from it.
     #[serde(default = "default_write_queue")]
     pub write_queue: usize,
@@ -90,6 +102,12 @@ fn default_max_streams() -> usize {
     64
 }
 fn default_max_connections() -> usize {
+    1024
+}
+fn default_max_connections_per_uid() -> usize {
+    512
+}
+fn default_max_connections_per_pid() -> usize {
     64
 }
 fn default_write_queue() -> usize {
@@ -102,7 +120,7 @@ fn default_drain_timeout_ms() -> u64 {
     5000
 }
 fn default_handshake_timeout_ms() -> u64 {
-    5_000
+    2_000
 }
 fn default_message_timeout_ms() -> u64 {
     10_000
@@ -130,6 +148,8 @@ impl ServerConfig {
             max_pending: default_max_pending(),
             max_streams_per_connection: default_max_streams(),
             max_connections: default_max_connections(),
+            max_connections_per_uid: default_max_connections_per_uid(),
+            max_connections_per_pid: default_max_connections_per_pid(),
             write_queue: default_write_queue(),
             default_priority: default_priority(),
             drain_timeout_ms: default_drain_timeout_ms(),
@@ -157,6 +177,8 @@ impl ServerConfig {
                 self.max_streams_per_connection,
             ),
             ("max_connections", self.max_connections),
+            ("max_connections_per_uid", self.max_connections_per_uid),
+            ("max_connections_per_pid", self.max_connections_per_pid),
             ("write_queue", self.write_queue),
             ("handshake_timeout_ms", self.handshake_timeout_ms as usize),
             ("message_timeout_ms", self.message_timeout_ms as usize),

@@ -20,12 +20,17 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use super::config::ServerConfig;
 use super::dispatch::{ConnShared, Dispatch, Phase, Reply};
+use super::door::Slot;
 use super::metrics;
 use crate::pipeline::Outcome;
 
 /// When the server closes, how long a connection may stay quiet before its
 /// reader stops (frames already sent are still read and answered).
 const CLOSING_QUIET: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The `Error` text of a connection whose slot went to a new one (`door.rs`).
+const EVICTED: &str = "evicted: the server was at a connection limit and this connection had \
+                       no frame in flight and had been idle the longest";
 
 /// After a fatal error: most bytes and time spent discarding the client's input.
 const FATAL_DRAIN_BYTES: u64 = 1 << 20;
@@ -38,6 +43,7 @@ pub(crate) async fn serve(
     stream: UnixStream,
     cfg: Arc<ServerConfig>,
     dispatch: Arc<Dispatch>,
+    slot: Arc<Slot>,
 ) {
     let accepted = Instant::now();
     let (read, write) = stream.into_split();
@@ -54,12 +60,17 @@ pub(crate) async fn serve(
         tx,
         streams: Mutex::new(HashMap::new()),
     });
+    let weak = Arc::downgrade(&conn);
+    slot.set_busy(move || {
+        weak.upgrade()
+            .is_some_and(|c| c.streams().values().any(|s| s.in_flight > 0))
+    });
     let timed = Timed {
         inner: read,
         started: None,
     };
     let mut frames = FramedRead::new(timed, ServerCodec::new(cfg.max_message_size));
-    let fatal = read_loop(&mut frames, &conn, &cfg, &dispatch, accepted).await;
+    let fatal = read_loop(&mut frames, &conn, &cfg, &dispatch, (accepted, &slot)).await;
     if fatal {
         // Keep reading (and discarding) for a moment while the writer sends
         // the Error, so the client is not reset under bytes it already sent.
@@ -150,7 +161,7 @@ async fn read_loop(
     conn: &Arc<ConnShared>,
     cfg: &ServerConfig,
     dispatch: &Arc<Dispatch>,
-    accepted: Instant,
+    (accepted, slot): (Instant, &Slot),
 ) -> bool {
     let mut phase = dispatch.phase();
     let mut welcomed = false;
@@ -181,6 +192,9 @@ async fn read_loop(
                     closing = true;
                     continue;
                 }
+                () = slot.evict.notified() => {
+                    break Stop::Fatal(ErrorCode::ConnectionLimit, EVICTED.into());
+                }
                 () = tokio::time::sleep_until(wake.into()) => None,
             };
             match woke {
@@ -205,6 +219,7 @@ async fn read_loop(
                 }
             }
         };
+        let is_frame = matches!(item, Some(Ok(Ok(ClientMessage::Frame(_)))));
         let msg = match item {
             None => break Stop::Done,
             Some(Err(CodecError::Decode(e))) => break Stop::Fatal(e.error_code(), e.to_string()),
@@ -259,6 +274,7 @@ async fn read_loop(
         // The message is handled: the next one's clock starts with its first byte (now, if
         // the buffer already holds part of it; the time we spent is not the client's).
         last_message = Instant::now();
+        slot.touched(is_frame);
         frames.get_mut().started = (!frames.read_buffer().is_empty()).then_some(last_message);
     };
     if let Stop::Fatal(code, message) = stop {

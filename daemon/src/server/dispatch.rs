@@ -2,15 +2,16 @@
 //! frame processor, awaits their outcomes and runs the drain.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use camdnn_protocol::{Deadline, DropReason, Dropped, Frame, Rejected, ServerMessage};
+use camdnn_protocol::{DropReason, Dropped, Frame, Rejected, ServerMessage};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::admission::{Admission, Next, Offer, StreamKey, Waiting};
 use super::metrics;
-use crate::pipeline::{FrameProcessor, Outcome};
+use crate::pipeline::{deadline_instant, FrameProcessor, Outcome};
 
 /// Where the server is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +114,11 @@ pub(crate) struct Dispatch {
     processor: RwLock<Arc<dyn FrameProcessor>>,
     phase: watch::Sender<Phase>,
     idle: Notify,
+    /// A waiting frame with a deadline was queued (the deadline timer
+    /// looks again at the earliest).
+    deadline_added: Notify,
+    /// Whether the deadline timer runs.
+    deadline_timer: AtomicBool,
 }
 
 impl Dispatch {
@@ -127,6 +133,8 @@ impl Dispatch {
             processor: RwLock::new(processor),
             phase: watch::channel(Phase::Running).0,
             idle: Notify::new(),
+            deadline_added: Notify::new(),
+            deadline_timer: AtomicBool::new(false),
         }
     }
 
@@ -185,7 +193,8 @@ impl Dispatch {
     }
 
     /// Takes in a valid frame within its stream's window: answers it at once
-    /// when its deadline has already passed, else queues it for admission.
+    /// when its deadline has already passed, else queues it for admission
+    /// and, when it has a deadline, answers it then if it still waits.
     pub async fn offer(self: &Arc<Self>, mut frame: Frame, reply: Reply, default_priority: u8) {
         let deadline = deadline_instant(frame.deadline, reply.received);
         if deadline.is_some_and(|d| d <= Instant::now()) {
@@ -211,7 +220,12 @@ impl Dispatch {
             self.processor().frame_dropped();
         }
         match offer {
-            Offer::Queued => {}
+            Offer::Queued => {
+                if deadline.is_some() {
+                    self.watch_deadlines();
+                    self.deadline_added.notify_one();
+                }
+            }
             Offer::Superseded(old) => {
                 old.reply
                     .answer(Outcome::Dropped(DropReason::Superseded), None)
@@ -229,6 +243,30 @@ impl Dispatch {
             }
         }
         self.pump();
+    }
+
+    /// Starts, once, the task that answers each waiting frame at its
+    /// deadline: while the processor is stalled nothing else moves the
+    /// table (a frame admitted meanwhile is the pipeline's own deadline
+    /// timer's).
+    fn watch_deadlines(self: &Arc<Self>) {
+        if self.deadline_timer.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let added = this.deadline_added.notified();
+                let earliest = this.table().earliest_deadline();
+                match earliest {
+                    Some(d) => tokio::select! {
+                        _ = tokio::time::sleep_until(d.into()) => this.pump(),
+                        _ = added => {}
+                    },
+                    None => added.await,
+                }
+            }
+        });
     }
 
     /// Moves pending frames into the processor while it has room.
@@ -270,7 +308,7 @@ impl Dispatch {
     ) {
         let (tx, rx) = oneshot::channel();
         let admitted = Instant::now();
-        processor.submit(w.frame, w.received, tx);
+        processor.submit(w.frame, w.received, w.deadline, tx);
         let this = Arc::clone(self);
         let mut phase = self.phase();
         tokio::spawn(async move {
@@ -312,32 +350,5 @@ impl Dispatch {
             }
         }
         self.set_phase(Phase::Closing);
-    }
-}
-
-/// A frame's deadline as an instant (`None`: no deadline). Absolute
-/// deadlines are converted through the realtime clock now.
-pub(crate) fn deadline_instant(d: Option<Deadline>, received: Instant) -> Option<Instant> {
-    match d? {
-        Deadline::RelativeUs(us) => Some(
-            received
-                .checked_add(Duration::from_micros(us))
-                .unwrap_or(received + Duration::from_secs(86_400 * 365)),
-        ),
-        Deadline::AbsoluteUs(at) => {
-            let now_us = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-            if at <= now_us {
-                Some(received)
-            } else {
-                let left = Duration::from_micros(at - now_us);
-                Some(
-                    Instant::now()
-                        .checked_add(left)
-                        .unwrap_or(received + Duration::from_secs(86_400 * 365)),
-                )
-            }
-        }
     }
 }

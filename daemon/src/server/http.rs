@@ -1,42 +1,68 @@
 //! A minimal HTTP/1.1 listener for `/metrics`, `/health/live` and
 //! `/health/ready` (GET only, one request per connection). It is ours rather
 //! than the exporter's listener so the health endpoints share its port.
+//!
+//! It cannot be locked out by connections that send nothing: a request head
+//! must arrive within [`READ_TIMEOUT`], at most [`MAX_CONNECTIONS`] are open
+//! at once, and a new connection past that closes the oldest one still
+//! waiting for its request head (or, when every one is past its head, the
+//! oldest), so a health check always gets its turn.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use super::metrics::Exporter;
 
 /// Readiness as the HTTP listener sees it: `Err` says why not (the body of a 503).
 pub type ReadyFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// Most HTTP requests served at once.
-const MAX_CONNECTIONS: usize = 16;
+/// Most HTTP connections open at once (see the module docs).
+pub const MAX_CONNECTIONS: usize = 64;
 /// Longest request head read.
 const MAX_REQUEST: usize = 8192;
 /// Time allowed to send the request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(5);
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time allowed to write the response to a client that reads slowly.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An open connection: its task and whether it still waits for its head.
+struct Open {
+    task: JoinHandle<()>,
+    reading: Arc<AtomicBool>,
+}
 
 /// Serves requests on `listener` forever (drop the task to stop).
 pub async fn serve(listener: TcpListener, metrics: Option<Exporter>, ready: ReadyFn) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // In accept order: the front is the oldest.
+    let mut open: VecDeque<Open> = VecDeque::new();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            continue; // over the limit: close at once
-        };
+        open.retain(|o| !o.task.is_finished());
+        if open.len() >= MAX_CONNECTIONS {
+            let oldest = open
+                .iter()
+                .position(|o| o.reading.load(Ordering::Acquire))
+                .unwrap_or(0);
+            if let Some(o) = open.remove(oldest) {
+                o.task.abort();
+            }
+        }
         let (metrics, ready) = (metrics.clone(), Arc::clone(&ready));
-        tokio::spawn(async move {
-            let _ = handle(stream, metrics.as_ref(), &ready).await;
-            drop(permit);
+        let reading = Arc::new(AtomicBool::new(true));
+        let flag = Arc::clone(&reading);
+        let task = tokio::spawn(async move {
+            let _ = handle(stream, metrics.as_ref(), &ready, &flag).await;
         });
+        open.push_back(Open { task, reading });
     }
 }
 
@@ -44,6 +70,7 @@ async fn handle(
     mut stream: TcpStream,
     metrics: Option<&Exporter>,
     ready: &ReadyFn,
+    reading: &AtomicBool,
 ) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(512);
     let head = tokio::time::timeout(READ_TIMEOUT, async {
@@ -63,6 +90,7 @@ async fn handle(
         }
     })
     .await;
+    reading.store(false, Ordering::Release);
     let (status, ctype, body) = match head {
         Ok(Ok(true)) => route(&buf, metrics, ready),
         _ => (400, "text/plain", "bad request\n".to_owned()),
@@ -78,8 +106,13 @@ async fn handle(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
+    let write = async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(WRITE_TIMEOUT, write)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 fn route(head: &[u8], metrics: Option<&Exporter>, ready: &ReadyFn) -> (u16, &'static str, String) {

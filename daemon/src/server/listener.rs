@@ -55,8 +55,8 @@ impl Listener {
         })
     }
 
-    /// Creates the socket at `cfg.socket`, replacing a stale socket file but
-    /// refusing when a server answers on it.
+    /// Creates the socket at `cfg.socket`, replacing a stale socket file
+    /// (one nobody listens on: connecting is refused) and refusing otherwise.
     pub fn bind(cfg: &ServerConfig) -> anyhow::Result<Self> {
         let path = &cfg.socket;
         if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -66,9 +66,10 @@ impl Listener {
                     path.display()
                 );
             }
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                bail!("{} is in use by a running server", path.display());
-            }
+            stale(
+                path,
+                std::os::unix::net::UnixStream::connect(path).map(drop),
+            )?;
             std::fs::remove_file(path)
                 .with_context(|| format!("removing stale socket {}", path.display()))?;
         }
@@ -107,6 +108,22 @@ impl Drop for Listener {
     }
 }
 
+/// Whether the socket file at `path` is stale, from what connecting to it
+/// gave: only a refused connection means nobody listens. A connection that
+/// succeeds is a live server; any other failure (no permission, say, when
+/// another user's server owns it) leaves us unable to tell, and a live
+/// socket must never be taken over.
+fn stale(path: &Path, connected: std::io::Result<()>) -> anyhow::Result<()> {
+    match connected {
+        Ok(()) => bail!("{} is in use by a running server", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+        Err(e) => bail!(
+            "cannot tell whether {} is in use (connecting to it failed: {e}); not replacing it",
+            path.display()
+        ),
+    }
+}
+
 /// Gives `path` to group `group` (by name).
 fn set_group(path: &Path, group: &str) -> anyhow::Result<()> {
     let name = CString::new(group).with_context(|| format!("group name {group:?}"))?;
@@ -121,4 +138,29 @@ fn set_group(path: &Path, group: &str) -> anyhow::Result<()> {
     };
     std::os::unix::fs::chown(path, None, Some(gid))
         .with_context(|| format!("giving {} to group {group}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn only_a_refused_connection_makes_a_socket_stale() {
+        let p = Path::new("/run/x.sock");
+        stale(p, Err(Error::from(ErrorKind::ConnectionRefused))).expect("stale");
+        let live = stale(p, Ok(())).unwrap_err().to_string();
+        assert!(live.contains("in use by a running server"), "{live}");
+        for kind in [
+            ErrorKind::PermissionDenied,
+            ErrorKind::TimedOut,
+            ErrorKind::Other,
+        ] {
+            let e = stale(p, Err(Error::from(kind))).unwrap_err().to_string();
+            assert!(
+                e.contains("cannot tell whether /run/x.sock is in use"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -1,10 +1,12 @@
 //! Logging with `tracing` to stderr: plain lines without colours, and
-//! without our own timestamps under journald (which stamps every line).
+//! without our own timestamps under journald (which stamps every line);
+//! identical lines are written at most 3 times per window, the rest counted (`log_dedup`).
 
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 use super::config::LogConfig;
+use super::log_dedup::{Dedup, WINDOW};
 
 /// Environment variable that overrides `[log] level`.
 pub const LOG_ENV: &str = "CAMDNN_LOG";
@@ -19,15 +21,15 @@ pub fn init(cfg: &LogConfig) -> anyhow::Result<()> {
     let filter = EnvFilter::try_new(&spec)
         .with_context(|| format!("{source} {spec:?} is not a valid log filter"))?;
     let journald = std::env::var_os("JOURNAL_STREAM").is_some();
-    let builder = tracing_subscriber::fmt()
+    // Identical lines are counted, not repeated; the writer stamps the time.
+    let writer = Dedup::new(Box::new(std::io::stderr()), WINDOW, !journald);
+    writer.start_flusher();
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(false)
-        .with_target(false);
-    let result = if journald {
-        builder.without_time().try_init()
-    } else {
-        builder.try_init()
-    };
-    result.map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))
+        .with_target(false)
+        .without_time()
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))
 }

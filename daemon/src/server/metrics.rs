@@ -42,7 +42,8 @@ pub const IN_FLIGHT: &str = "camdnn_frames_in_flight";
 /// Open client connections (a gauge; not `camdnn_connections`, which
 /// OpenMetrics would read as the family of `camdnn_connections_total`).
 pub const CONNECTIONS: &str = "camdnn_connections_open";
-/// Client connections accepted (`result`: `accepted`, `refused`).
+/// Client connections by `result`: `accepted`, `refused`, and `evicted`
+/// (closed to give their slot to a new connection, `server::door`).
 pub const CONNECTIONS_TOTAL: &str = "camdnn_connections_total";
 /// Connections ended by a protocol `Error`, by `code`.
 pub const PROTOCOL_ERRORS: &str = "camdnn_protocol_errors_total";
@@ -58,7 +59,8 @@ pub const CONFIG_RELOADS: &str = "camdnn_config_reloads_total";
 pub const READY: &str = "camdnn_ready";
 /// Always 1, labelled with `version` and `config` (the config file's stem).
 pub const BUILD_INFO: &str = "camdnn_build_info";
-/// 1 while the pipeline's scheduler thread runs its loop.
+/// 1 while the pipeline is alive: its scheduler thread runs its loop and it
+/// is not stalled (frames inside with no progress for the progress timeout).
 pub const SCHEDULER_ALIVE: &str = "camdnn_scheduler_alive";
 /// Model loads that failed, by `model` and `processor` (recorded by the pipeline).
 pub const MODEL_LOAD_FAILURES: &str = "camdnn_model_load_failures_total";
@@ -68,6 +70,12 @@ pub const MODEL_UNAVAILABLE: &str = "camdnn_model_unavailable";
 /// Engine panics, each restarting that processor's worker, by `processor`
 /// (recorded by the pipeline).
 pub const ENGINE_PANICS: &str = "camdnn_engine_panics_total";
+/// Engine calls (runs and loads) that outlived their limits, by `processor`
+/// (recorded by the pipeline; each replaced a worker thread or retired the worker).
+pub const ENGINE_TIMEOUTS: &str = "camdnn_engine_timeouts_total";
+/// Worker threads abandoned in an engine call past its limit and not
+/// returned yet, by `processor` (recorded by the pipeline).
+pub const WORKER_THREADS_STUCK: &str = "camdnn_worker_threads_stuck";
 /// Queued work of a processor (the scheduler's rem_j), by `processor`, seconds.
 pub const PROCESSOR_REMAINING: &str = "camdnn_processor_remaining_seconds";
 
@@ -141,7 +149,7 @@ fn ok_error() -> Vec<&'static str> {
     vec!["ok", "error"]
 }
 fn connection_results() -> Vec<&'static str> {
-    vec!["accepted", "refused"]
+    vec!["accepted", "refused", "evicted"]
 }
 fn flush_reasons() -> Vec<&'static str> {
     vec!["full", "complete", "timer"]
@@ -208,7 +216,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         CONNECTIONS_TOTAL,
         Counter,
-        "Client connections, by result (accepted, refused).",
+        "Client connections, by result (accepted, refused, evicted: closed to give its slot to \
+         a new connection).",
         Each("result", connection_results),
     ),
     family(
@@ -226,8 +235,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         READY,
         Gauge,
-        "1 while ready: scheduler thread alive, workers running, every needed model in \
-         service, models warmed up and the daemon not draining; else 0.",
+        "1 while ready: pipeline alive, workers running with no thread stuck, every needed \
+         model in service, models warmed up and the daemon not draining; else 0.",
         Own,
     ),
     family(
@@ -253,7 +262,8 @@ pub const FAMILIES: &[Family] = &[
     family(
         SCHEDULER_ALIVE,
         Gauge,
-        "1 while the pipeline's scheduler thread runs (the systemd watchdog is fed only then).",
+        "1 while the pipeline is alive: its scheduler thread runs and frames inside make progress \
+         (the systemd watchdog is fed only then).",
         Single,
     ),
     family(
@@ -272,6 +282,20 @@ pub const FAMILIES: &[Family] = &[
         ENGINE_PANICS,
         Counter,
         "Engine panics by processor; each restarts that worker, which reloads its models.",
+        PerProcessor,
+    ),
+    family(
+        ENGINE_TIMEOUTS,
+        Counter,
+        "Engine runs and loads that outlived their limits (pipeline.stall), by processor; each \
+         abandoned its worker thread for a fresh one, or retired the worker.",
+        PerProcessor,
+    ),
+    family(
+        WORKER_THREADS_STUCK,
+        Gauge,
+        "Worker threads abandoned in an engine call past its limit and not returned yet, by \
+         processor (readiness is false while any is).",
         PerProcessor,
     ),
     // The pipeline.
@@ -495,8 +519,12 @@ const SECONDS_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.033, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
     2.0, 5.0, 10.0,
 ];
-/// Buckets for counts such as batch sizes.
-const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0];
+/// Buckets for counts such as batch sizes: whole numbers, one per bucket up
+/// to 8, so a quantile's bucket (k-1, k] names the count k (the dashboard
+/// rounds the interpolated quantile up).
+pub const COUNT_BUCKETS: &[f64] = &[
+    1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0,
+];
 /// Buckets for ratios such as measured / profiled time (1 = as profiled).
 const RATIO_BUCKETS: &[f64] = &[
     0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0,

@@ -10,8 +10,10 @@ pub mod admission;
 pub mod config;
 mod conn;
 mod dispatch;
+pub mod door;
 pub mod http;
 pub mod listener;
+pub mod log_dedup;
 pub mod logging;
 pub mod metrics;
 pub mod systemd;
@@ -27,6 +29,7 @@ use tokio::task::JoinSet;
 
 use self::config::ServerConfig;
 use self::dispatch::{Dispatch, Phase};
+use self::door::{Door, DoorLimits, Entry, Peer};
 use crate::pipeline::FrameProcessor;
 
 /// Extra time connection writers get after the drain limit to flush answers.
@@ -40,6 +43,7 @@ const REFUSE_WAIT: Duration = Duration::from_secs(2);
 pub struct Server {
     cfg: Arc<ServerConfig>,
     dispatch: Arc<Dispatch>,
+    door: Arc<Door>,
     stop: watch::Sender<bool>,
     connections: Arc<AtomicUsize>,
 }
@@ -91,10 +95,15 @@ impl ServerHandle {
         }
     }
 
-    /// True while the processor's control thread runs (the systemd watchdog
-    /// is fed only then).
+    /// True while the processor's control thread runs and makes progress
+    /// (the systemd watchdog is fed only then).
     pub fn is_alive(&self) -> bool {
         self.dispatch.processor().is_alive()
+    }
+
+    /// `Ok` while alive, else why not.
+    pub fn liveness(&self) -> Result<(), String> {
+        self.dispatch.processor().liveness()
     }
 
     /// Frames waiting for admission, frames in the processor, open connections.
@@ -112,9 +121,15 @@ impl Server {
             cfg.max_pending,
             cfg.stream_max_in_flight,
         ));
+        let door = Arc::new(Door::new(DoorLimits {
+            total: cfg.max_connections,
+            per_uid: cfg.max_connections_per_uid,
+            per_pid: cfg.max_connections_per_pid,
+        }));
         Self {
             cfg: Arc::new(cfg),
             dispatch,
+            door,
             stop: watch::channel(false).0,
             connections: Arc::new(AtomicUsize::new(0)),
         }
@@ -150,38 +165,47 @@ impl Server {
             };
             // Reap finished connection tasks so the set stays small.
             while tasks.try_join_next().is_some() {}
-            let open = self.connections.load(Ordering::Relaxed);
-            if open >= self.cfg.max_connections {
-                ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "refused").increment(1);
-                // Refusals in progress are bounded too: past as many again, close at once.
-                if refusing.load(Ordering::Relaxed) >= self.cfg.max_connections {
-                    drop(stream);
+            let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+            let slot = match self.door.enter(id, peer_of(&stream)) {
+                Entry::Admitted { slot, evicted } => {
+                    for v in evicted {
+                        ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "evicted")
+                            .increment(1);
+                        tracing::debug!(conn = v.id, uid = v.peer.uid, pid = ?v.peer.pid, "evicted an idle connection to admit a new one");
+                    }
+                    slot
+                }
+                Entry::Refused(message) => {
+                    ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "refused")
+                        .increment(1);
+                    // Refusals in progress are bounded too: past as many again, close at once.
+                    if refusing.load(Ordering::Relaxed) >= self.cfg.max_connections {
+                        drop(stream);
+                        continue;
+                    }
+                    refusing.fetch_add(1, Ordering::Relaxed);
+                    let refusing = Arc::clone(&refusing);
+                    let wait =
+                        Duration::from_millis(self.cfg.handshake_timeout_ms).min(REFUSE_WAIT);
+                    tasks.spawn(async move {
+                        conn::refuse(stream, ErrorCode::ConnectionLimit, message, wait).await;
+                        refusing.fetch_sub(1, Ordering::Relaxed);
+                    });
                     continue;
                 }
-                refusing.fetch_add(1, Ordering::Relaxed);
-                let refusing = Arc::clone(&refusing);
-                let message = format!(
-                    "too many connections (at most {})",
-                    self.cfg.max_connections
-                );
-                let wait = Duration::from_millis(self.cfg.handshake_timeout_ms).min(REFUSE_WAIT);
-                tasks.spawn(async move {
-                    conn::refuse(stream, ErrorCode::ConnectionLimit, message, wait).await;
-                    refusing.fetch_sub(1, Ordering::Relaxed);
-                });
-                continue;
-            }
+            };
             ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "accepted").increment(1);
-            let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
-            let (cfg, dispatch, count) = (
+            let (cfg, dispatch, count, door) = (
                 Arc::clone(&self.cfg),
                 Arc::clone(&self.dispatch),
                 Arc::clone(&self.connections),
+                Arc::clone(&self.door),
             );
             count.fetch_add(1, Ordering::Relaxed);
             ::metrics::gauge!(metrics::CONNECTIONS).increment(1.0);
             tasks.spawn(async move {
-                conn::serve(id, stream, cfg, dispatch).await;
+                conn::serve(id, stream, cfg, dispatch, Arc::clone(&slot)).await;
+                door.leave(&slot);
                 count.fetch_sub(1, Ordering::Relaxed);
                 ::metrics::gauge!(metrics::CONNECTIONS).decrement(1.0);
             });
@@ -210,5 +234,20 @@ impl Server {
             tasks.abort_all();
         }
         debug_assert!(*self.dispatch.phase().borrow() == Phase::Closing);
+    }
+}
+
+/// The peer of a connection (`SO_PEERCRED`); one that cannot be read
+/// counts as uid `u32::MAX` without a pid.
+fn peer_of(stream: &tokio::net::UnixStream) -> Peer {
+    match stream.peer_cred() {
+        Ok(c) => Peer {
+            uid: c.uid(),
+            pid: c.pid(),
+        },
+        Err(_) => Peer {
+            uid: u32::MAX,
+            pid: None,
+        },
     }
 }

@@ -43,20 +43,28 @@ pub fn watchdog_interval() -> Option<Duration> {
     sd_notify::watchdog_enabled()
 }
 
-/// Pings the watchdog at half its period while `alive()` says the
-/// pipeline's scheduler thread runs (a dead or stuck scheduler thread, or a
-/// stalled runtime, stops the pings and systemd restarts the service).
-pub async fn watchdog(period: Duration, alive: impl Fn() -> bool) {
+/// Pings the watchdog at half its period while `alive()` says the pipeline
+/// is alive (a dead or stuck scheduler thread, a pipeline where nothing
+/// moves, or a stalled runtime stops the pings and systemd restarts the
+/// service); the reason it is not is logged once per spell.
+pub async fn watchdog(period: Duration, alive: impl Fn() -> Result<(), String>) {
     let mut tick = tokio::time::interval(period / 2);
     let mut warned = false;
     loop {
         tick.tick().await;
-        if alive() {
-            send(&[NotifyState::Watchdog]);
-            warned = false;
-        } else if !warned {
-            tracing::error!("the scheduler thread is not running: no longer feeding the watchdog");
-            warned = true;
+        match alive() {
+            Ok(()) => {
+                if warned {
+                    tracing::info!("the pipeline is alive again: feeding the watchdog");
+                }
+                send(&[NotifyState::Watchdog]);
+                warned = false;
+            }
+            Err(reason) if !warned => {
+                tracing::error!(%reason, "the pipeline is not alive: no longer feeding the watchdog");
+                warned = true;
+            }
+            Err(_) => {}
         }
     }
 }

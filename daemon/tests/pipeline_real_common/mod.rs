@@ -119,7 +119,9 @@ pub fn frame(seq: u64, img: &Rgb, detections: Option<Vec<UpstreamDetection>>) ->
 /// Submits a frame and waits for its outcome.
 pub fn run(p: &dyn FrameProcessor, f: Frame) -> Outcome {
     let (tx, rx) = oneshot::channel();
-    p.submit(f, Instant::now(), tx);
+    let now = Instant::now();
+    let deadline = camdnn_daemon::pipeline::deadline_instant(f.deadline, now);
+    p.submit(f, now, deadline, tx);
     rx.blocking_recv().expect("every frame is answered")
 }
 
@@ -144,8 +146,17 @@ pub fn variants(name: &str) -> Vec<(&'static str, DaemonConfig)> {
     out
 }
 
+/// A run's shortest limit before it counts as stuck, in these tests. They check what real
+/// models answer, on a debug build sharing two cores with the other tests of their binary
+/// (and with every variant on one engine, so off its profile), where a run can take many times
+/// its profiled time, and the shipped 2 s floor can then answer a slow run `processing_failed`.
+/// Stuck runs are what `pipeline_stalls` and `service_stalls` test.
+const RUN_TIMEOUT_FLOOR_MS: f64 = 60_000.0;
+
 /// Starts a pipeline, naming the variant on failure.
 pub fn start(label: &str, cfg: &DaemonConfig) -> camdnn_daemon::pipeline::Built {
-    camdnn_daemon::pipeline::start(cfg)
+    let mut cfg = cfg.clone();
+    cfg.pipeline.stall.run_timeout_floor_ms = RUN_TIMEOUT_FLOOR_MS;
+    camdnn_daemon::pipeline::start(&cfg)
         .unwrap_or_else(|e| panic!("starting the {label} variant: {e:#}"))
 }

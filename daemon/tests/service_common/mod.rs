@@ -12,11 +12,12 @@ use bytes::Bytes;
 use camdnn_daemon::pipeline::{FrameProcessor, Outcome};
 use camdnn_daemon::server::config::ServerConfig;
 use camdnn_daemon::server::{Server, ServerHandle};
-use camdnn_protocol::{Frame, FrameResult, PixelFormat, ServerMessage, Timing};
+use camdnn_protocol::{Frame, FrameResult, ObjectResult, PixelFormat, ServerMessage, Timing};
 use tokio::sync::oneshot;
 
-/// A test-only processor: answers every frame with an empty `Result`
-/// echoing stream and seq after `delay` (never, if `delay` is `None`).
+/// A test-only processor: answers every frame with a `Result` echoing stream
+/// and seq and carrying `objects` (none unless set) after `delay` (never, if
+/// `delay` is `None`).
 pub struct FakeProcessor {
     /// Time to "process" a frame; `None`: never answer (hold the reply).
     pub delay: Option<Duration>,
@@ -32,6 +33,8 @@ pub struct FakeProcessor {
     pub peak: Arc<AtomicUsize>,
     /// Frames the server told it it dropped before submitting them.
     pub dropped: AtomicUsize,
+    /// The objects every `Result` carries.
+    pub objects: Vec<ObjectResult>,
     held: std::sync::Mutex<Vec<oneshot::Sender<Outcome>>>,
 }
 
@@ -46,13 +49,27 @@ impl FakeProcessor {
             inside: Arc::new(AtomicUsize::new(0)),
             peak: Arc::new(AtomicUsize::new(0)),
             dropped: AtomicUsize::new(0),
+            objects: Vec::new(),
             held: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// As [`FakeProcessor::new`], every `Result` carrying `objects`.
+    pub fn with_objects(delay: Duration, limit: usize, objects: Vec<ObjectResult>) -> Arc<Self> {
+        let mut p = Self::new(Some(delay), limit);
+        Arc::get_mut(&mut p).expect("not shared yet").objects = objects;
+        p
     }
 }
 
 impl FrameProcessor for FakeProcessor {
-    fn submit(&self, frame: Frame, _received: Instant, reply: oneshot::Sender<Outcome>) {
+    fn submit(
+        &self,
+        frame: Frame,
+        _received: Instant,
+        _deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
         self.submitted.fetch_add(1, Ordering::SeqCst);
         let now = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
@@ -61,6 +78,7 @@ impl FrameProcessor for FakeProcessor {
             return;
         };
         let inside = Arc::clone(&self.inside);
+        let objects = self.objects.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             inside.fetch_sub(1, Ordering::SeqCst);
@@ -68,7 +86,7 @@ impl FrameProcessor for FakeProcessor {
                 stream_id: frame.stream_id,
                 seq: frame.seq,
                 timing: Timing::default(),
-                objects: Vec::new(),
+                objects,
                 objects_dropped: 0,
             }));
         });

@@ -5,9 +5,28 @@
 
 use std::path::{Path, PathBuf};
 
-use camdnn_engine::{Dim, OrtEngine, Tensor, TensorInfo};
+use camdnn_engine::{DType, Dim, OrtEngine, SimModelSpec, Tensor, TensorInfo};
 use prost::Message;
 use tract_onnx::pb;
+
+/// A sim model: input `x` [k, 4], output `y` [k, 2], 2 ms loads, 1 ms runs
+/// for batches up to 8.
+pub fn sim_spec() -> SimModelSpec {
+    SimModelSpec {
+        inputs: vec![TensorInfo {
+            name: "x".into(),
+            dtype: DType::F32,
+            shape: vec![Dim::Batch, Dim::Fixed(4)],
+        }],
+        outputs: vec![TensorInfo {
+            name: "y".into(),
+            dtype: DType::F32,
+            shape: vec![Dim::Batch, Dim::Fixed(2)],
+        }],
+        load_time: std::time::Duration::from_millis(2),
+        exec_time: vec![std::time::Duration::from_millis(1); 8],
+    }
+}
 
 /// `<repo>/models/<file>`; panics with the fix when it is missing.
 pub fn model(file: &str) -> PathBuf {

@@ -44,12 +44,12 @@ pub struct TrainArgs {
     /// Weight of the served-requests penalty.
     #[arg(long, default_value_t = 0.05)]
     pub penalty: f64,
-    /// Weight of the per-pair expected-requests term (0: off, as policies
-    /// trained before 2026-11-25).
+    /// Weight of the per-pair expected-requests term (0: off; a model file
+    /// without the field reads as 0).
     #[arg(long, default_value_t = 1.0)]
     pub share_weight: f64,
-    /// Weight of the per-processor expected-work term (0: off, as policies
-    /// trained before 2026-11-25's second session).
+    /// Weight of the per-processor expected-work term (0: off; a model file
+    /// without the field reads as 0).
     #[arg(long, default_value_t = 1.0)]
     pub work_weight: f64,
     /// Fraction of scenes held out.
@@ -133,8 +133,8 @@ pub struct CalibrateArgs {
 pub const MIN_SHARE_CANDIDATES: [f64; 6] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5];
 
 /// How `ilmodel eval` labels its first line, the MLP alone as the sidecar
-/// decodes it (the figure of issue 13's item 5; `scripts/train_policy.sh`
-/// reads it).
+/// decodes it (the fidelity figure the policy is judged by;
+/// `scripts/train_policy.sh` reads it).
 pub const CALIBRATED_LABEL: &str = "MLP alone as calibrated";
 
 /// One way the sidecar can decode: the decoding, its share floor and its

@@ -181,8 +181,8 @@ pub struct Tally {
     pub own_board: usize,
 }
 
-/// The on-time share ratio reference / other that issue 13's floor asks the
-/// full scheduler to keep against `camdnn-local` on every case.
+/// The on-time share ratio reference / other that the floor asks the full
+/// scheduler to keep against `camdnn-local` on every case.
 pub const FLOOR_RATIO: f64 = 0.98;
 
 /// The on-time share ratio reference / other that the floor is set on (1
@@ -270,7 +270,7 @@ pub fn tally(cases: &[Case], reference: &str, tie: f64) -> Vec<Tally> {
 }
 
 /// How a reference scheduler did against a set of baselines all at once:
-/// issue 13 asks the full scheduler to be "at least every baseline on every
+/// the target is the full scheduler "at least every baseline on every
 /// case", which the per-baseline [`Tally`] rows do not show: their losses
 /// add up to more than the cases lost when two baselines win the same case.
 #[derive(Clone, Debug, PartialEq)]
@@ -459,8 +459,8 @@ fn hindsight_over_floor(
 /// `base`'s delay over `reference`'s at the 45th percentile, the median
 /// and the 55th, over the cases where both are finite at that rank (with
 /// how many). The headline is the median; the neighbours show whether it
-/// rests on a step in the delay distribution (issue 13's bursts traces are
-/// half empty frames, so there the median is the slowest empty frame).
+/// rests on a step in the delay distribution (the bursts traces are half
+/// empty frames, so there the median is the slowest empty frame).
 pub fn median_speedup_by_rank(cases: &[Case], reference: &str, base: &str) -> [(f64, usize); 3] {
     let pick: [fn(&Headline) -> f64; 3] = [|h| h.band_ms[0], |h| h.median_ms, |h| h.band_ms[1]];
     pick.map(|at| {

@@ -183,18 +183,27 @@ fn output() -> impl Strategy<Value = Output> {
         .prop_map(OutputValue::TopK),
         vec(tensor(), 0..3).prop_map(OutputValue::Tensors),
     ];
-    (text(), value).prop_map(|(model, value)| Output { model, value })
+    (text(), value, any::<u32>()).prop_map(|(model, value, age)| Output { model, value, age })
 }
 
 fn object() -> impl Strategy<Value = ObjectResult> {
-    (bbox(), class(), finite(), vec(output(), 0..3)).prop_map(|(bbox, class, score, outputs)| {
-        ObjectResult {
-            bbox,
-            class,
-            score,
-            outputs,
-        }
-    })
+    (
+        bbox(),
+        class(),
+        finite(),
+        any::<[u32; 2]>(),
+        vec(output(), 0..3),
+    )
+        .prop_map(
+            |(bbox, class, score, [track_id, box_age], outputs)| ObjectResult {
+                bbox,
+                class,
+                score,
+                track_id,
+                box_age,
+                outputs,
+            },
+        )
 }
 
 pub fn result() -> impl Strategy<Value = FrameResult> {

@@ -1224,7 +1224,8 @@ async fn drive(
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let sent = Instant::now();
-        built.pipeline.submit(f.frame.clone(), sent, tx);
+        let deadline = crate::pipeline::deadline_instant(f.frame.deadline, sent);
+        built.pipeline.submit(f.frame.clone(), sent, deadline, tx);
         pending.push(async move { (n, rx.await, sent) });
     }
     while let Some(done) = pending.next().await {

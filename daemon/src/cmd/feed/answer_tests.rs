@@ -33,6 +33,8 @@ pub(crate) fn person_result() -> FrameResult {
             },
             class: ClassRef::Name("person".into()),
             score: 0.8712,
+            track_id: 0,
+            box_age: 0,
             outputs: vec![
                 Output {
                     model: "movenet".into(),
@@ -40,10 +42,12 @@ pub(crate) fn person_result() -> FrameResult {
                         t("keypoints", vec![17, 3], k),
                         t("face_box", vec![4], vec![70.0, 20.0, 130.0, 90.0]),
                     ]),
+                    age: 0,
                 },
                 Output {
                     model: "faceres".into(),
                     value: OutputValue::Tensors(vec![t("male", vec![1], vec![0.2304])]),
+                    age: 0,
                 },
             ],
         }],

@@ -2,7 +2,8 @@
 //! answer, named by its source (file name, or video and frame index), as a JSON line or as
 //! short lines a person reads; `--annotate DIR` also draws each answered frame. A summary goes
 //! to stderr, and the command fails when a file could not be read or a frame was refused or
-//! failed.
+//! failed. With `--reconnect` a lost connection (the daemon restarted) is made again with
+//! backoff; frames in flight on it are reported lost.
 //!
 //! Sources ([`source`]): a folder of images (JPEG sent as JPEG; PNG and binary PPM as RGB24), a
 //! video decoded by ffmpeg at its own size, a scene trace replayed as synthetic frames carrying
@@ -11,7 +12,7 @@
 
 mod annotate;
 mod answer;
-mod source;
+pub(crate) mod source;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -19,7 +20,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use camdnn_protocol::{Client, ClientError, Deadline, DropReason, Frame, ServerMessage};
+use camdnn_protocol::{
+    Answer, Backoff, ClientError, Deadline, DropReason, Frame, ReconnectingClient, ServerMessage,
+};
 use serde_json::json;
 
 pub(crate) use source::trace_detections;
@@ -97,6 +100,11 @@ pub struct Args {
     /// Print only the summary, not one line per answer.
     #[arg(long)]
     pub quiet: bool,
+    /// When the connection is lost (the daemon restarted), reconnect with
+    /// backoff (100 ms doubling to 5 s, for up to 5 minutes) and go on;
+    /// frames in flight on the lost connection are printed as "lost".
+    #[arg(long)]
+    pub reconnect: bool,
 }
 
 /// What feed keeps of a frame until its answer arrives.
@@ -115,6 +123,10 @@ struct Tally {
     rejected: BTreeMap<String, u64>,
     unreadable: Vec<String>,
     annotated: u64,
+    /// In flight when their connection was lost (`--reconnect`).
+    lost: u64,
+    /// Connections made after the first (`--reconnect`).
+    reconnects: u64,
 }
 
 impl Tally {
@@ -145,7 +157,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         annotate::prepare_dir(dir, args.images.as_deref())?;
     }
     let listing = source::sources(args)?;
-    let mut client = Client::connect(&args.socket, &args.name)
+    let backoff = if args.reconnect {
+        Backoff::default()
+    } else {
+        Backoff::never()
+    };
+    let mut client = ReconnectingClient::connect(&args.socket, &args.name, backoff)
         .with_context(|| format!("connecting to {}", args.socket.display()))?;
     let period = (args.fps > 0.0).then(|| Duration::from_secs_f64(1.0 / args.fps));
     let mut sink = Sink {
@@ -179,15 +196,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         seq += 1;
     }
     client.stream().set_read_timeout(None)?;
-    for m in client.bye()? {
-        sink.answer(&m)?;
+    sink.tally.reconnects = client.reconnects();
+    for a in client.bye()? {
+        sink.answer(&a)?;
     }
     sink.out.flush()?;
     summary(&sink.tally, listing.ignored, start.elapsed().as_secs_f64())
 }
 
 /// Sends one frame, remembering its source until the answer.
-fn send(client: &mut Client, sink: &mut Sink<'_>, seq: u64, src: Source) -> anyhow::Result<()> {
+fn send(
+    client: &mut ReconnectingClient,
+    sink: &mut Sink<'_>,
+    seq: u64,
+    src: Source,
+) -> anyhow::Result<()> {
     let args = sink.args;
     let frame = Frame {
         stream_id: args.stream,
@@ -228,6 +251,10 @@ fn summary(t: &Tally, ignored: Vec<String>, secs: f64) -> anyhow::Result<()> {
         "unreadable": t.unreadable,
         "seconds": secs,
     });
+    if t.lost > 0 || t.reconnects > 0 {
+        s["lost"] = json!(t.lost);
+        s["reconnects"] = json!(t.reconnects);
+    }
     if !ignored.is_empty() {
         s["ignored_not_images"] = json!(ignored);
     }
@@ -260,14 +287,40 @@ impl Sink<'_> {
         Ok(())
     }
 
+    /// A frame in flight on a connection that was lost (`--reconnect`).
+    fn lost(&mut self, stream: u32, seq: u64) -> anyhow::Result<()> {
+        self.tally.lost += 1;
+        let label = self
+            .pending
+            .remove(&seq)
+            .map_or_else(|| "?".to_owned(), |p| p.label);
+        if !self.args.quiet {
+            match self.args.format {
+                Format::Json => writeln!(
+                    self.out,
+                    "{}",
+                    json!({"type": "lost", "source": label, "stream": stream, "seq": seq})
+                )?,
+                Format::Text => writeln!(self.out, "{label}: lost with the connection")?,
+            }
+        }
+        Ok(())
+    }
+
     /// Prints (and draws) one answer and counts it.
-    fn answer(&mut self, m: &ServerMessage) -> anyhow::Result<()> {
+    fn answer(&mut self, a: &Answer) -> anyhow::Result<()> {
+        let m = match a {
+            Answer::Message(m) => m,
+            Answer::Lost { stream_id, seq } => return self.lost(*stream_id, *seq),
+        };
         let seq = match m {
             ServerMessage::Result(r) => Some(r.seq),
             ServerMessage::Dropped(d) => Some(d.seq),
             ServerMessage::Rejected(r) => Some(r.seq),
-            ServerMessage::Error(e) => bail!("server error {:?}: {}", e.code, e.message),
-            ServerMessage::Welcome(_) => None,
+            ServerMessage::Error(e) if !self.args.reconnect => {
+                bail!("server error {:?}: {}", e.code, e.message)
+            }
+            ServerMessage::Error(_) | ServerMessage::Welcome(_) => None,
         };
         let pending = seq.and_then(|s| self.pending.remove(&s));
         let label = pending.as_ref().map_or("?", |p| p.label.as_str());
@@ -313,7 +366,7 @@ impl Sink<'_> {
 }
 
 /// Prints answers until none of the stream's frames is in flight.
-fn drain_all(c: &mut Client, sink: &mut Sink<'_>) -> anyhow::Result<()> {
+fn drain_all(c: &mut ReconnectingClient, sink: &mut Sink<'_>) -> anyhow::Result<()> {
     c.stream().set_read_timeout(None)?;
     while c.in_flight(sink.args.stream) > 0 {
         let m = c.recv()?;
@@ -323,7 +376,11 @@ fn drain_all(c: &mut Client, sink: &mut Sink<'_>) -> anyhow::Result<()> {
 }
 
 /// Prints answers that arrive before `due`.
-fn drain_until(c: &mut Client, sink: &mut Sink<'_>, due: Instant) -> anyhow::Result<()> {
+fn drain_until(
+    c: &mut ReconnectingClient,
+    sink: &mut Sink<'_>,
+    due: Instant,
+) -> anyhow::Result<()> {
     let stream = sink.args.stream;
     loop {
         let now = Instant::now();

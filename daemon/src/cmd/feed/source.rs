@@ -243,7 +243,7 @@ pub(super) fn jpeg_size(b: &[u8]) -> anyhow::Result<(u32, u32)> {
 }
 
 /// A binary PPM (P6, maxval 255) as an RGB24 frame.
-pub(super) fn ppm(b: &[u8]) -> anyhow::Result<Pixels> {
+pub(crate) fn ppm(b: &[u8]) -> anyhow::Result<Pixels> {
     let mut fields = Vec::new();
     let mut i = 0;
     while fields.len() < 4 && i < b.len() {
@@ -321,7 +321,7 @@ pub struct VideoFrames {
 }
 
 impl VideoFrames {
-    fn spawn(path: &Path, (width, height): (u32, u32)) -> anyhow::Result<Self> {
+    pub(crate) fn spawn(path: &Path, (width, height): (u32, u32)) -> anyhow::Result<Self> {
         if !path.is_file() {
             bail!("video {} does not exist", path.display());
         }

@@ -129,7 +129,7 @@ fn ms(d: Duration) -> f64 {
 /// A batch must hold *different* items: ONNX Runtime ran a batch of 8
 /// copies of one MTCNN R-Net crop in 0.46 ms and 8 different crops in
 /// 0.78 ms on this host, so batches of copies made batching look twice as
-/// good as the pipeline, whose crops all differ, finds it (docs/bench.md).
+/// good as the pipeline, whose crops all differ, finds it (docs/decisions.md).
 /// Each per-object model therefore gets a full batch of crops of distinct
 /// regions. A detector keeps the items the pipeline gives it, the frame or
 /// its pyramid's scales: crops would be inputs it never runs (the OCR

@@ -1,0 +1,324 @@
+//! The scheduler thread: one actor that drives the policy crate's frame
+//! flow (`camdnn_policy::flow`, the code the simulator drives too) and
+//! turns its effects into commands to the preparation pool, the step thread
+//! and the processors, and into replies and metrics. It decides nothing
+//! itself; nothing here blocks on inference.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
+
+use camdnn_engine::{EngineError, ModelSource, RunReport};
+use camdnn_policy::flow::{
+    BatchId, Effect, Event as FlowEvent, FrameFlow, FrameId, FrameIn, Request, Run,
+};
+use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::stepper::StartedStep;
+use camdnn_policy::{ModelId, ProcId};
+use camdnn_protocol::{ClassRef, Frame, RejectReason};
+use camdnn_vision::{keep_best, BBox};
+use tokio::sync::oneshot;
+
+use super::clock::Clock;
+use super::frame_data::{FrameData, ObjectState};
+use super::health::PipelineHealth;
+use super::models::ModelRuntime;
+use super::prep::{CropSpec, PrepPool, Prepared};
+use super::step_thread::StepThread;
+use super::units::Unit;
+use super::work::WorkEstimate;
+use super::Outcome;
+
+/// Messages to the scheduler thread.
+pub enum Event {
+    /// A frame from the server, with its deadline as the server read it.
+    Submit {
+        /// The frame.
+        frame: Frame,
+        /// When the server had read it.
+        received: Instant,
+        /// When it must be answered by.
+        deadline: Option<Instant>,
+        /// Where its outcome goes.
+        reply: oneshot::Sender<Outcome>,
+    },
+    /// Output of the preparation pool (its ticket: the order it was asked for).
+    Prepared(u64, Prepared),
+    /// A batch finished on a processor.
+    BatchDone {
+        /// The flow's batch.
+        batch: BatchId,
+        /// What the worker reported.
+        result: Result<RunReport, EngineError>,
+    },
+    /// A model load on a processor finished (`Err`: the engine's message).
+    LoadDone {
+        /// The model.
+        model: ModelId,
+        /// The processor.
+        proc: ProcId,
+        /// What the worker reported: the load's time on success.
+        result: Result<f64, String>,
+    },
+    /// The server dropped a frame before submitting it (superseded,
+    /// overloaded or past its deadline). At most one is queued at a time.
+    Dropped,
+    /// The step thread computed a global step (its ticket, as for `Prepared`).
+    StepComputed(u64, StartedStep),
+    /// Time passed (a test's virtual clock moved).
+    Tick,
+    /// Stop: answer what is left and end the thread.
+    Shutdown,
+}
+
+/// A batch on a processor, as the scheduler thread tracks it.
+pub(super) struct BatchMeta {
+    pub run: Run,
+    pub dispatched: Instant,
+}
+
+/// Everything the actor owns.
+pub(super) struct Actor {
+    pub clock: Clock,
+    pub flow: FrameFlow<Box<dyn Scheduler + Send>>,
+    pub models: Vec<ModelRuntime>,
+    pub sources: Vec<ModelSource>,
+    pub units: Vec<Box<dyn Unit>>,
+    pub max_objects: usize,
+    /// Limits on engine calls.
+    pub stall: super::stall::StallConfig,
+    pub frames: BTreeMap<FrameId, FrameData>,
+    pub batches: HashMap<BatchId, BatchMeta>,
+    pub next_frame: u64,
+    /// When each processor's last batch finished (worker clock).
+    pub last_finish: Vec<Option<Instant>>,
+    /// Per processor: its worker has ended (found at a heartbeat).
+    pub dead: Vec<bool>,
+    /// When each running global step started, for its time.
+    pub step_started: Option<Instant>,
+    pub work: Arc<WorkEstimate>,
+    pub health: Arc<PipelineHealth>,
+    pub adapt_profile_out: Option<std::path::PathBuf>,
+    pub tx: mpsc::Sender<Event>,
+    pub prep: PrepPool,
+    pub step_thread: StepThread,
+    pub in_flight: Arc<AtomicUsize>,
+    pub drop_queued: Arc<AtomicBool>,
+    /// Off-thread work asked for (preparations, steps), numbered in order.
+    pub next_ticket: u64,
+    /// On a virtual clock, results are handled in the order they were asked
+    /// for (the simulator's order for work that takes no simulated time):
+    /// the next ticket to handle, and the results waiting for their turn.
+    pub next_in_order: u64,
+    pub parked: BTreeMap<u64, Event>,
+}
+
+impl Actor {
+    pub(super) fn now(&self) -> f64 {
+        self.clock.now_ms()
+    }
+
+    /// Handles one message; `false` when the thread should end.
+    pub fn handle(&mut self, ev: Event) -> bool {
+        if self.clock.is_virtual() {
+            match ev {
+                Event::Prepared(t, _) | Event::StepComputed(t, _) => {
+                    self.parked.insert(t, ev);
+                    while let Some(next) = self.parked.remove(&self.next_in_order) {
+                        self.next_in_order += 1;
+                        self.dispatch(next);
+                    }
+                    return true;
+                }
+                _ => {}
+            }
+        }
+        self.dispatch(ev)
+    }
+
+    /// Off-thread work asked for and not yet handled.
+    #[cfg(test)]
+    pub fn outstanding(&self) -> u64 {
+        self.next_ticket - self.next_in_order
+    }
+
+    fn dispatch(&mut self, ev: Event) -> bool {
+        let now = self.now();
+        match ev {
+            Event::Shutdown => return false,
+            Event::Submit {
+                frame,
+                received,
+                deadline,
+                reply,
+            } => self.submit(now, frame, received, deadline, reply),
+            Event::Prepared(_, p) => self.prepared(now, p),
+            Event::BatchDone { batch, result } => self.batch_done(now, batch, result),
+            Event::LoadDone {
+                model,
+                proc,
+                result,
+            } => self.load_done(now, model, proc, result),
+            Event::Dropped => {
+                self.drop_queued.store(false, Ordering::Release);
+                self.step(now, FlowEvent::DroppedBeforeEntry);
+            }
+            Event::StepComputed(_, step) => {
+                if let Some(t0) = self.step_started.take() {
+                    metrics::histogram!("camdnn_global_step_seconds")
+                        .record(t0.elapsed().as_secs_f64());
+                }
+                self.step(now, FlowEvent::StepComputed(step));
+            }
+            Event::Tick => self.step(now, FlowEvent::Tick),
+        }
+        true
+    }
+
+    /// Hands the flow an event and carries out what it decides.
+    pub fn step(&mut self, now: f64, ev: FlowEvent) {
+        let before = self.flow.stats().clone();
+        let t0 = Instant::now();
+        self.flow.handle(now, ev);
+        let took = t0.elapsed();
+        let after = self.flow.stats();
+        let placed = after.batches - before.batches;
+        if placed > 0 {
+            metrics::histogram!("camdnn_dispatch_decision_seconds")
+                .record(took.as_secs_f64() / placed as f64);
+        }
+        for (slot, reason) in ["full", "complete", "timer"].iter().enumerate() {
+            let n = after.flushes[slot] - before.flushes[slot];
+            if n > 0 {
+                metrics::counter!("camdnn_batch_flushes_total", "reason" => *reason).increment(n);
+            }
+        }
+        if after.drop_steps > before.drop_steps {
+            metrics::counter!("camdnn_drop_steps_total")
+                .increment(u64::from(after.drop_steps - before.drop_steps));
+        }
+        if after.triggered_steps > before.triggered_steps {
+            metrics::counter!("camdnn_adapt_triggers_total")
+                .increment(u64::from(after.triggered_steps - before.triggered_steps));
+        }
+        if after.step_loads > before.step_loads {
+            metrics::counter!("camdnn_global_step_reallocations_total")
+                .increment(u64::from(after.step_loads - before.step_loads));
+        }
+        let effects: Vec<Effect> = self.flow.take_effects().collect();
+        for e in effects {
+            self.carry_out(e);
+        }
+    }
+
+    fn submit(
+        &mut self,
+        now: f64,
+        frame: Frame,
+        received: Instant,
+        deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
+        self.health.progressed();
+        let id = FrameId(self.next_frame);
+        self.next_frame += 1;
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        metrics::counter!("camdnn_pipeline_frames_total").increment(1);
+        let root = self
+            .flow
+            .view()
+            .roots()
+            .next()
+            .expect("a validated system has a detector");
+        let arrival_ms = self.clock.ms_of(received);
+        let frame_in = FrameIn {
+            frame: id,
+            stream: u64::from(frame.stream_id),
+            seq: frame.seq,
+            capture_ms: (frame.capture_ts_us > 0).then(|| frame.capture_ts_us as f64 / 1e3),
+            arrival_ms,
+            // From the arrival, so a virtual clock reads it exactly too.
+            deadline_ms: deadline
+                .map(|d| arrival_ms + d.saturating_duration_since(received).as_secs_f64() * 1e3),
+            priority: frame.priority.unwrap_or(0),
+            upstream: None,
+        };
+        let dets = frame.detections.clone();
+        let mut data = FrameData::new(frame, received, reply);
+        let upstream = if let Some(dets) = dets {
+            Some(self.upstream_objects(&mut data, &dets, root))
+        } else if self.models[root.0].decoder.is_upstream() {
+            let name = &self.flow.view().models[root.0].name;
+            let msg = format!(
+                "this pipeline's detector {name:?} runs upstream: frames must carry their detections (boxes and classes)"
+            );
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let _ = data
+                .reply
+                .send(Outcome::Rejected(RejectReason::BadDetection, msg));
+            return;
+        } else {
+            None
+        };
+        let frame_in = FrameIn {
+            upstream,
+            ..frame_in
+        };
+        self.frames.insert(id, data);
+        self.step(now, FlowEvent::FrameIn(frame_in));
+    }
+}
+
+impl Actor {
+    /// A frame's upstream detections as its objects (the best `max_objects`
+    /// kept; a class id named by the detector's labels); those a model
+    /// takes become its level-1 requests.
+    fn upstream_objects(
+        &self,
+        data: &mut FrameData,
+        dets: &[camdnn_protocol::UpstreamDetection],
+        root: ModelId,
+    ) -> Vec<Request> {
+        let scores: Vec<f32> = dets.iter().map(|d| d.score).collect();
+        let kept = keep_best(&scores, self.max_objects);
+        data.objects_dropped = (dets.len() - kept.len()) as u32;
+        let labels = self.models[root.0].decoder.labels();
+        let mut requests = Vec::new();
+        for (n, d) in kept.into_iter().map(|i| &dets[i]).enumerate() {
+            // A class id is the detector's label index (protocol.md): route by its name.
+            let (name, class) = match &d.class {
+                ClassRef::Name(s) => (Some(s.as_str()), ClassRef::Name(s.clone())),
+                ClassRef::Id(i) => match labels.get(*i as usize) {
+                    Some(l) => (Some(l.as_str()), ClassRef::Name(l.clone())),
+                    None => (None, ClassRef::Id(*i)),
+                },
+            };
+            let bbox = BBox::new(d.bbox.x0, d.bbox.y0, d.bbox.x1, d.bbox.y1);
+            if let Some(m) = name.and_then(|c| self.flow.view().route(c)) {
+                let r = Request {
+                    model: m,
+                    object: n as u32,
+                };
+                data.crops.insert(
+                    r,
+                    CropSpec {
+                        object: n,
+                        model: m,
+                        bbox,
+                        rotate: false,
+                    },
+                );
+                requests.push(r);
+            }
+            data.objects.push(ObjectState {
+                bbox,
+                class,
+                score: d.score,
+                outputs: Vec::new(),
+                rejected: false,
+            });
+        }
+        requests
+    }
+}
