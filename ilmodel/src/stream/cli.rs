@@ -155,12 +155,8 @@ pub fn run(args: &SuiteArgs) -> Result<()> {
         &cfg,
         jobs,
         |at, board| {
-            build(
-                &board.system,
-                policies[at].as_deref(),
-                &args.schedulers,
-                &options,
-            )
+            let names = scheduler_names(&args.schedulers, policies[at].is_some(), args.oracle);
+            build(&board.system, policies[at].as_deref(), &names, &options)
         },
         |case, heavy| {
             if args.cases {
@@ -177,6 +173,23 @@ pub fn run(args: &SuiteArgs) -> Result<()> {
     );
     print!("{}", summary(&cases));
     Ok(())
+}
+
+/// The schedulers of one case: the named ones, or by default `camdnn`
+/// where the board has a policy, the stream oracle with `--oracle`, and
+/// every baseline.
+fn scheduler_names(named: &[String], has_policy: bool, oracle: bool) -> Vec<String> {
+    if !named.is_empty() {
+        return named.to_vec();
+    }
+    let learned = has_policy.then_some(CAMDNN);
+    let stream = oracle.then_some(STREAM_ORACLE);
+    learned
+        .into_iter()
+        .chain(stream)
+        .chain(BASELINES.iter().copied())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The schedulers of one case.
@@ -332,4 +345,21 @@ fn learn_one(board: &SuiteBoard, out: &Path, config: &super::learn::LearnConfig)
         learned.unserved,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_named_schedulers_the_suite_runs_camdnn_where_a_policy_is_and_every_baseline() {
+        let with = scheduler_names(&[], true, false);
+        assert_eq!(with[0], CAMDNN);
+        assert!(BASELINES.iter().all(|b| with.iter().any(|n| n == b)));
+        let without = scheduler_names(&[], false, true);
+        assert!(!without.iter().any(|n| n == CAMDNN), "{without:?}");
+        assert!(without.iter().any(|n| n == STREAM_ORACLE), "{without:?}");
+        let named = scheduler_names(&["heft".to_string()], true, true);
+        assert_eq!(named, ["heft"]);
+    }
 }
