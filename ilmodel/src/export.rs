@@ -90,30 +90,46 @@ fn check(d: &Dense, inputs: usize, what: &str) -> Result<(), ExportError> {
     Ok(())
 }
 
-/// The ONNX bytes of a trained model.
-pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
-    let nf = model.features.len();
-    let ns = model.slots.len();
-    if model.mean.len() != nf || model.std.len() != nf {
+/// One output head of a network: its name, its layer and whether a
+/// Sigmoid follows it.
+pub struct Head<'a> {
+    /// Output tensor name.
+    pub name: &'a str,
+    /// The layer.
+    pub dense: &'a Dense,
+    /// Whether the output is sigmoid(layer) rather than the layer itself.
+    pub sigmoid: bool,
+}
+
+/// A normalised MLP as an ONNX model: `x` [1, F] -> Sub(mean) -> Div(std)
+/// -> (Gemm -> Relu) per hidden layer -> each head's Gemm (and Sigmoid).
+pub fn network_bytes(
+    name: &str,
+    doc: String,
+    mean: &[f32],
+    std: &[f32],
+    hidden: &[Dense],
+    heads: &[Head],
+) -> Result<Vec<u8>, ExportError> {
+    let nf = mean.len();
+    if std.len() != nf {
         return Err(ExportError::Model(format!(
-            "{} features but {} means and {} stds",
-            nf,
-            model.mean.len(),
-            model.std.len()
+            "{nf} means but {} stds",
+            std.len()
         )));
     }
     let mut g = GraphProto::new();
-    g.name = format!("camdnn_policy_{}", model.system_name);
+    g.name = name.to_string();
     g.input.push(value_info(INPUT, &[1, nf]));
-    g.initializer.push(tensor("mean", &[nf], &model.mean));
-    g.initializer.push(tensor("std", &[nf], &model.std));
+    g.initializer.push(tensor("mean", &[nf], mean));
+    g.initializer.push(tensor("std", &[nf], std));
     g.node
         .push(node("Sub", "center", &[INPUT, "mean"], "x_centered"));
     g.node
         .push(node("Div", "scale", &["x_centered", "std"], "x_norm"));
     let mut prev = "x_norm".to_string();
     let mut width = nf;
-    for (l, d) in model.hidden.iter().enumerate() {
+    for (l, d) in hidden.iter().enumerate() {
         check(d, width, &format!("hidden layer {l}"))?;
         let (w, b, z, h) = (
             format!("w{l}"),
@@ -130,49 +146,97 @@ pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
         prev = h;
         width = d.outputs;
     }
-    for (head, d) in [("prob", &model.prob_head), ("count", &model.count_head)] {
-        check(d, width, &format!("{head} head"))?;
-        if d.outputs != ns {
-            return Err(ExportError::Model(format!(
-                "{head} head has {} outputs but there are {ns} slots",
-                d.outputs
-            )));
-        }
-        let (w, b) = (format!("w_{head}"), format!("b_{head}"));
+    for head in heads {
+        check(head.dense, width, &format!("{} head", head.name))?;
+        let (w, b) = (format!("w_{}", head.name), format!("b_{}", head.name));
+        g.initializer.push(tensor(
+            &w,
+            &[head.dense.inputs, head.dense.outputs],
+            &head.dense.weights,
+        ));
         g.initializer
-            .push(tensor(&w, &[d.inputs, d.outputs], &d.weights));
-        g.initializer.push(tensor(&b, &[d.outputs], &d.bias));
+            .push(tensor(&b, &[head.dense.outputs], &head.dense.bias));
     }
-    g.node.push(node(
-        "Gemm",
-        "gemm_prob",
-        &[&prev, "w_prob", "b_prob"],
-        "logits",
-    ));
-    g.node.push(node("Sigmoid", "sigmoid", &["logits"], PROB));
-    g.node.push(node(
-        "Gemm",
-        "gemm_count",
-        &[&prev, "w_count", "b_count"],
-        COUNT,
-    ));
-    g.output.push(value_info(PROB, &[1, ns]));
-    g.output.push(value_info(COUNT, &[1, ns]));
-
+    for head in heads {
+        let (w, b) = (format!("w_{}", head.name), format!("b_{}", head.name));
+        let gemm = format!("gemm_{}", head.name);
+        if head.sigmoid {
+            let logits = if head.name == PROB {
+                "logits".to_string()
+            } else {
+                format!("logits_{}", head.name)
+            };
+            g.node.push(node("Gemm", &gemm, &[&prev, &w, &b], &logits));
+            let sig = if head.name == PROB {
+                "sigmoid".to_string()
+            } else {
+                format!("sigmoid_{}", head.name)
+            };
+            g.node.push(node("Sigmoid", &sig, &[&logits], head.name));
+        } else {
+            g.node
+                .push(node("Gemm", &gemm, &[&prev, &w, &b], head.name));
+        }
+    }
+    for head in heads {
+        g.output
+            .push(value_info(head.name, &[1, head.dense.outputs]));
+    }
     let mut m = ModelProto::new();
     m.ir_version = 8;
     m.producer_name = "camdnn-ilmodel".to_string();
     m.producer_version = env!("CARGO_PKG_VERSION").to_string();
-    m.doc_string = format!(
-        "camdnn learned global policy for system {} (fingerprint {})",
-        model.system_name, model.system_fingerprint
-    );
+    m.doc_string = doc;
     let mut opset = OperatorSetIdProto::new();
     opset.domain = String::new();
     opset.version = 13;
     m.opset_import.push(opset);
     m.graph = protobuf::MessageField::some(g);
     Ok(m.write_to_bytes()?)
+}
+
+/// The ONNX bytes of a trained model.
+pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
+    let nf = model.features.len();
+    let ns = model.slots.len();
+    if model.mean.len() != nf || model.std.len() != nf {
+        return Err(ExportError::Model(format!(
+            "{} features but {} means and {} stds",
+            nf,
+            model.mean.len(),
+            model.std.len()
+        )));
+    }
+    for (head, d) in [("prob", &model.prob_head), ("count", &model.count_head)] {
+        if d.outputs != ns {
+            return Err(ExportError::Model(format!(
+                "{head} head has {} outputs but there are {ns} slots",
+                d.outputs
+            )));
+        }
+    }
+    network_bytes(
+        &format!("camdnn_policy_{}", model.system_name),
+        format!(
+            "camdnn learned global policy for system {} (fingerprint {})",
+            model.system_name, model.system_fingerprint
+        ),
+        &model.mean,
+        &model.std,
+        &model.hidden,
+        &[
+            Head {
+                name: PROB,
+                dense: &model.prob_head,
+                sigmoid: true,
+            },
+            Head {
+                name: COUNT,
+                dense: &model.count_head,
+                sigmoid: false,
+            },
+        ],
+    )
 }
 
 /// The sidecar of a model trained for `system` (its structure and timings

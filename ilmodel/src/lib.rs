@@ -13,7 +13,10 @@
 //!   its fidelity evaluation, and ONNX + sidecar export;
 //! - [`reproduce`]: every experiment of the paper on one profile, written
 //!   to a Markdown report with SVG plots;
-//! - [`rng`]: the small, version-stable random generator the demos use.
+//! - [`rng`]: the small, version-stable random generator the demos use;
+//! - [`stream`]: the oracle that plans an epoch of the stream (residency,
+//!   the detector's unit, splits and batches for the scenes expected), its
+//!   brute-force check, and the policy the learned step imitates.
 
 #![warn(missing_docs)]
 
@@ -24,6 +27,7 @@ pub mod export;
 pub mod oracle;
 pub mod reproduce;
 pub mod rng;
+pub mod stream;
 pub mod train;
 pub mod visited;
 

@@ -60,6 +60,13 @@ enum Command {
     Dagger(DaggerArgs),
     /// Re-run every experiment of the paper and write docs/results.md.
     Reproduce(ReproduceArgs),
+    /// The scheduler suite with camdnn's step driven by the stream oracle
+    /// (`camdnn-stream-oracle`) and by learned policies, beside every
+    /// baseline.
+    Suite(camdnn_ilmodel::stream::cli::SuiteArgs),
+    /// Distil a stream policy from the stream oracle for each board given
+    /// (the oracle's runs, copies, DAgger rounds, a held-out check).
+    Learn(camdnn_ilmodel::stream::cli::LearnArgs),
 }
 
 #[derive(Args)]
@@ -347,6 +354,8 @@ fn main() -> Result<()> {
         Command::Visited(args) => run_visited(&args),
         Command::Dagger(args) => run_dagger(&args),
         Command::Reproduce(args) => run_reproduce(&args),
+        Command::Suite(args) => camdnn_ilmodel::stream::cli::run(&args),
+        Command::Learn(args) => camdnn_ilmodel::stream::cli::run_learn(&args),
     }
 }
 

@@ -470,7 +470,7 @@ struct CountChoice {
 /// with cost it at least c(n), so choosing counts at these costs leaves the
 /// optimum T unchanged and removes the many equivalent batchings of one
 /// count from the search.
-struct Partitions {
+pub(crate) struct Partitions {
     np: usize,
     /// Per `i * n_p + j`: (c(n), the last batch size of its batching) for
     /// n = 0..=r_i; empty where i has no requests or p_j does not run it.
@@ -478,7 +478,7 @@ struct Partitions {
 }
 
 impl Partitions {
-    fn new(system: &System, input: &PlanInput) -> Self {
+    pub(crate) fn new(system: &System, input: &PlanInput) -> Self {
         let np = system.num_processors();
         let mut table = vec![Vec::new(); system.num_models() * np];
         for i in system.request_models() {
@@ -505,14 +505,14 @@ impl Partitions {
     }
 
     /// c(n) for `n` requests of i on p_j; `None` when no batching serves them.
-    fn cost_ms(&self, i: ModelId, j: ProcId, n: u32) -> Option<f64> {
+    pub(crate) fn cost_ms(&self, i: ModelId, j: ProcId, n: u32) -> Option<f64> {
         let cost = self.table[i.0 * self.np + j.0].get(n as usize)?.0;
         cost.is_finite().then_some(cost)
     }
 
     /// The batches of c(n): (batch size, how many), each size once. Empty
     /// when no batching serves n (the formulation has no choice for it).
-    fn batches(&self, i: ModelId, j: ProcId, n: u32) -> Vec<(usize, u32)> {
+    pub(crate) fn batches(&self, i: ModelId, j: ProcId, n: u32) -> Vec<(usize, u32)> {
         let row = &self.table[i.0 * self.np + j.0];
         let mut out: Vec<(usize, u32)> = Vec::new();
         if self.cost_ms(i, j, n).is_none() {
@@ -542,14 +542,18 @@ fn heuristic_start(system: &System, input: &PlanInput, detector: Detector) -> Op
 
 /// HiGHS's feasibility tolerances for a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tolerance {
+pub(crate) enum Tolerance {
     /// 1e-9: plans exact to the batch.
     Strict,
     /// HiGHS's own defaults: the fallback when it fails at the strict ones.
     Default,
 }
 
-fn configure(problem: HighsProblem, options: &OracleOptions, tolerance: Tolerance) -> HighsProblem {
+pub(crate) fn configure(
+    problem: HighsProblem,
+    options: &OracleOptions,
+    tolerance: Tolerance,
+) -> HighsProblem {
     let problem = problem
         // One thread per solve: the demos already run one solve per core,
         // and HiGHS is safest and deterministic single-threaded.

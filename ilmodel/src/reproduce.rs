@@ -206,6 +206,12 @@ pub struct RealTime {
     pub frames: usize,
     /// The deadline, ms.
     pub deadline_ms: f64,
+    /// The on-time share no schedule can beat on the trace
+    /// ([`camdnn_policy::suite::ceiling::on_time_ceiling`]).
+    pub on_time_ceiling: f64,
+    /// The median delay no schedule can beat on the trace
+    /// ([`camdnn_policy::suite::median_bound_ms`]), ms.
+    pub median_bound_ms: f64,
     /// One row per scheduler, ranked best first on the headline measure.
     pub rows: Vec<RealTimeRow>,
 }
@@ -859,6 +865,14 @@ fn realtime(
             trace: what.to_string(),
             frames: trace.frames(),
             deadline_ms,
+            on_time_ceiling: camdnn_policy::suite::ceiling::on_time_ceiling(
+                system,
+                &trace,
+                cfg.fps,
+                deadline_ms,
+                cfg.root_items,
+            ),
+            median_bound_ms: camdnn_policy::suite::median_bound_ms(system, &trace, cfg.root_items),
             rows,
         });
     }

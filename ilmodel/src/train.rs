@@ -328,7 +328,7 @@ struct Net {
     std: Tensor,
 }
 
-fn init_dense(
+pub(crate) fn init_dense(
     rng: &mut SplitMix64,
     inputs: usize,
     outputs: usize,
@@ -347,7 +347,7 @@ fn init_dense(
     Ok((w, b))
 }
 
-fn dense(x: &Tensor, (w, b): &(Var, Var)) -> candle_core::Result<Tensor> {
+pub(crate) fn dense(x: &Tensor, (w, b): &(Var, Var)) -> candle_core::Result<Tensor> {
     x.matmul(w.as_tensor())?.broadcast_add(b.as_tensor())
 }
 

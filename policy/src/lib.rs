@@ -11,6 +11,8 @@
 //! - [`late_binding`]: placing released requests batch by batch (late binding), and
 //!   [`scene`]: the scene a frame is planned for; the simulator and the daemon drive both;
 //! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
+//!   [`epoch`]: the scenes a step expects over the next epoch, which a policy that plans
+//!   for the stream takes ([`GlobalPolicy::plan_epoch`]);
 //! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
@@ -35,12 +37,14 @@ pub mod bound;
 mod cluster;
 pub mod dispatch;
 pub mod drift;
+pub mod epoch;
 mod error;
 pub mod estimate;
 pub mod features;
 pub mod flow;
 pub mod frame_period;
 pub mod gen;
+mod global;
 pub mod heft_dag;
 pub mod late_binding;
 pub mod mlp;

@@ -18,7 +18,9 @@
 //! re-batching per pair and request moves between hosts), keeping whichever
 //! feasible plan has the lower makespan.
 
+pub mod learned;
 pub mod search;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 use tract_onnx::prelude::{tvec, IntoTValue, Tensor, TypedRunnableModel};

@@ -2,6 +2,7 @@
 //! each model's requests are batched, b_k(i,j); the [`GlobalPolicy`] trait
 //! that produces one; and [`repair`], which turns any plan into a feasible one.
 
+pub use crate::global::GlobalPolicy;
 use crate::{InputError, ModelId, ProcId, System};
 
 /// What a global policy sees at an epoch boundary.
@@ -271,16 +272,6 @@ impl Detector {
             .min_by(|a, b| a.exec_ms.total_cmp(&b.exec_ms))
             .expect("a validated model has a supporting processor")
     }
-}
-
-/// A global scheduling policy: from the scene, rem and current residency to a
-/// plan for the next epoch. Implementations need not be feasible; callers
-/// pass their output through [`repair`].
-pub trait GlobalPolicy {
-    /// A short name for reports.
-    fn name(&self) -> &str;
-    /// Plans the next epoch.
-    fn plan(&mut self, system: &System, input: &PlanInput) -> Plan;
 }
 
 /// Why no feasible plan exists for a scene.
@@ -556,7 +547,7 @@ fn unplace(system: &System, plan: &mut Plan, i: ModelId, j: ProcId) {
 
 /// Whether model i fits on processor j beside `plan`'s residents (N_j and
 /// the memory budget).
-pub(crate) fn fits(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
+pub fn fits(system: &System, plan: &Plan, i: ModelId, j: ProcId) -> bool {
     let p = &system.processors[j.0];
     plan.resident_count(j) < p.max_resident
         && p.memory_budget_mb

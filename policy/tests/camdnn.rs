@@ -257,7 +257,7 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
 /// With real-time dropping in two stages and steps brought forward by drops
 /// (about one a second here), the record of the choices that load trailed
 /// and kept them out (0.580) until a large replayed gain could override it
-/// (`RECORD_OVERRIDE`): 0.809 (docs/decisions.md).
+/// (`Tuning::record_override`): 0.809 (docs/decisions.md).
 #[test]
 fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
     let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, timer_steps());
@@ -276,7 +276,7 @@ fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
 /// kept that load out when the type came back, while the CPU that held the
 /// classifier fell behind: camdnn-greedy on time for 0.938 against
 /// camdnn-local's 1.000. A choice whose record trails is still replayed and
-/// is taken on a gain of `RECORD_OVERRIDE` of the replayed frames: 0.985.
+/// is taken on a gain of `Tuning::record_override` of the replayed frames: 0.985.
 #[test]
 fn a_choice_whose_record_trails_is_taken_on_a_large_replayed_gain() {
     let (_, on_time) = greedy_on_generated(3130, Shape::AbsentType);
@@ -288,7 +288,7 @@ fn a_choice_whose_record_trails_is_taken_on_a_large_replayed_gain() {
 /// the last epochs' scenes, most of them empty, and kept one that dropped
 /// every other heavy frame: camdnn-greedy was on time for 0.500, as
 /// camdnn-local. Each choice is now also replayed on the scene on camera,
-/// held for two epochs (`LOOKAHEAD_EPOCHS` in `schedulers/camdnn.rs`).
+/// held for two epochs (`Tuning::lookahead_epochs`).
 #[test]
 fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
     let (_, on_time) = greedy_on_generated(2150, Shape::Bursts);

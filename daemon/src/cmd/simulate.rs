@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use camdnn_policy::adapt::AdaptConfig;
 use camdnn_policy::gen::{heavy_count, Shape};
-use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::mlp::learned::Learned;
 use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
 use camdnn_policy::sim::{
     fmt_delay, rate_bound, simulate, Accounting, FrameAdmission, RateBound, SimConfig, SimReport,
@@ -335,12 +335,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 const CAMDNN: &str = "camdnn";
 
 /// Loads the ONNX policy at `path` and its sidecar (`X.onnx` -> `X.policy.json`).
-pub(crate) fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Result<MlpPolicy> {
+pub(crate) fn load_policy(system: &System, path: &std::path::Path) -> anyhow::Result<Learned> {
     let onnx = std::fs::read(path).with_context(|| format!("reading policy {}", path.display()))?;
     let side_path = path.with_extension("").with_extension("policy.json");
     let side = std::fs::read_to_string(&side_path)
         .with_context(|| format!("reading policy sidecar {}", side_path.display()))?;
-    MlpPolicy::new(system, &onnx, &side).with_context(|| {
+    Learned::new(system, &onnx, &side).with_context(|| {
         format!(
             "loading policy {} for system {:?}",
             path.display(),

@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use camdnn_policy::gen::{self, Shape};
-use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
+use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Scheduler, Tuning, BASELINES};
 use camdnn_policy::sim::{FrameAdmission, SimConfig};
-use camdnn_policy::suite::report::{case_line, run_suite, summary, SuiteBoard, CAMDNN};
+use camdnn_policy::suite::ablation::ablation_text;
+use camdnn_policy::suite::report::{
+    case_line, run_suite, summary, SuiteBoard, CAMDNN, CAMDNN_GREEDY, TIE,
+};
 use camdnn_policy::System;
 
 /// Options of `camdnnd suite`.
@@ -91,6 +94,13 @@ pub struct Args {
     /// of its own, and the cases print in board-then-shape order.
     #[arg(long)]
     pub jobs: Option<std::num::NonZeroUsize>,
+    /// Run the global step's ablation instead of the schedulers: the full
+    /// step with the greedy planner (`camdnn-greedy`) and, beside it, the
+    /// same step without each choice and each threshold in turn
+    /// (`policy::schedulers::Tuning::ablations`), and print what removing
+    /// each costs in mean on-time share.
+    #[arg(long, conflicts_with_all = ["schedulers", "policies"])]
+    pub ablate: bool,
 }
 
 /// Runs the suite and prints its tallies.
@@ -184,12 +194,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .jobs
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, |n| n.get());
+    let ablations = Tuning::ablations();
     let cases = run_suite(
         &boards,
         &shapes,
         &cfg,
         jobs,
         |at, board| {
+            if args.ablate {
+                return Ok(ablation_schedulers(&ablations, args.wait_ms));
+            }
             build(
                 &board.system,
                 policies[at].as_deref(),
@@ -211,6 +225,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         2000.0 / args.fps,
         args.fps
     );
+    if args.ablate {
+        let variants: Vec<String> = ablations.iter().map(|(n, _)| ablated(n)).collect();
+        print!("{}", ablation_text(&cases, CAMDNN_GREEDY, &variants, TIE));
+        return Ok(());
+    }
     if !without_policy.is_empty() && args.schedulers.iter().all(|s| s != CAMDNN) {
         println!(
             "no learned policy (so no `{CAMDNN}` column) for {} of {} boards{}",
@@ -225,6 +244,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     print!("{}", summary(&cases));
     Ok(())
+}
+
+/// The report name of the step without the rule `name` names.
+fn ablated(name: &str) -> String {
+    format!("{CAMDNN_GREEDY}{name}")
+}
+
+/// The full step with the greedy planner, then each of `ablations`.
+fn ablation_schedulers(
+    ablations: &[(String, Tuning)],
+    wait_ms: f64,
+) -> Vec<Box<dyn Scheduler + Send>> {
+    let full = Camdnn::new(GreedyPlanner::default(), wait_ms).named(CAMDNN_GREEDY);
+    let mut out: Vec<Box<dyn Scheduler + Send>> = vec![Box::new(full)];
+    for (name, tuning) in ablations {
+        let s = Camdnn::with_tuning(GreedyPlanner::default(), wait_ms, tuning.clone());
+        out.push(Box::new(s.named(ablated(name))));
+    }
+    out
 }
 
 /// The schedulers of one case: `camdnn` with the board's policy when there

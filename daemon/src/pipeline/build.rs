@@ -11,7 +11,7 @@ use camdnn_engine::{
     DType, Dim, Engine, EngineKind, OrtEngine, SimEngine, SimModelSpec, Tensor, TensorInfo,
     TractEngine, Worker,
 };
-use camdnn_policy::mlp::MlpPolicy;
+use camdnn_policy::mlp::learned::Learned;
 use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner, Scheduler};
 use camdnn_policy::sim::FrameAdmission;
 use camdnn_policy::{Cluster, System};
@@ -305,16 +305,20 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
             sidecar_path.display()
         )
     })?;
-    let policy = MlpPolicy::new(system, &onnx, &sidecar).with_context(|| {
+    let policy = Learned::new(system, &onnx, &sidecar).with_context(|| {
         format!(
             "pipeline.policy: {} does not fit this pipeline's system",
             onnx_path.display()
         )
     })?;
-    if policy.profile_drift() > 1.0 {
+    let drift = match &policy {
+        Learned::Frame(frame) => frame.profile_drift(),
+        Learned::Stream(_) => 1.0,
+    };
+    if drift > 1.0 {
         tracing::warn!(
             policy = %onnx_path.display(),
-            drift = policy.profile_drift(),
+            drift,
             "the learned policy was trained on another measurement of this board (timings up to this factor apart); retrain it with scripts/train_policy.sh for this profile"
         );
     }

@@ -2,6 +2,8 @@
 //! a headline measure that dropping frames cannot improve, with wins and
 //! losses of one reference scheduler against each other one.
 
+pub mod ablation;
+pub mod ceiling;
 pub mod report;
 
 use crate::bound::frame_bound_within_slots;
@@ -60,6 +62,9 @@ pub struct Case {
     /// [`median_bound_ms`] of the trace: no scheduler's median delay over
     /// the offered frames can be lower.
     pub median_bound_ms: f64,
+    /// [`ceiling::on_time_ceiling`] of the trace: no scheduler's on-time
+    /// share can be higher.
+    pub on_time_ceiling: f64,
     /// Schedulers that ran on a board of their own: their
     /// [`Scheduler::system_override`] raised some unit's N_j beyond the
     /// board's (a single-unit baseline holding every model on its unit).
@@ -111,6 +116,7 @@ pub fn run_case(
         shape: shape.into(),
         results,
         median_bound_ms: median_bound_ms(system, trace, cfg.root_items),
+        on_time_ceiling: ceiling::on_time_ceiling(system, trace, cfg.fps, deadline, cfg.root_items),
         own_board,
     })
 }
@@ -582,6 +588,7 @@ mod tests {
             shape: shape.into(),
             results: vec![("ref".into(), r), ("base".into(), b)],
             median_bound_ms: 1.0,
+            on_time_ceiling: 1.0,
             own_board: vec![],
         };
         let band = |p45, p50, p55| Headline {
@@ -609,6 +616,7 @@ mod tests {
             shape: shape.into(),
             results: vec![("ref".into(), r), ("other".into(), o)],
             median_bound_ms: 20.0,
+            on_time_ceiling: 1.0,
             own_board: Vec::new(),
         };
         let cases = [
@@ -659,6 +667,7 @@ mod tests {
                 ("same".into(), h(0.9, 20.0)),
             ],
             median_bound_ms: 5.0,
+            on_time_ceiling: 1.0,
             own_board: Vec::new(),
         };
         let pool = ["ours", "fast", "same"];
@@ -707,6 +716,7 @@ mod tests {
                 ("fast".into(), h(0.6, 5.0)),
             ],
             median_bound_ms: 5.0,
+            on_time_ceiling: 1.0,
             own_board,
         };
         let pool = ["ours", "variant", "eft", "fast"];
@@ -741,6 +751,7 @@ mod tests {
                 .map(|(n, s)| (n.to_string(), h(s)))
                 .collect(),
             median_bound_ms: 20.0,
+            on_time_ceiling: 1.0,
             own_board: own.iter().map(|n| n.to_string()).collect(),
         };
         let cases = [
@@ -781,6 +792,7 @@ mod tests {
                 ("gpu-only".into(), h(1.0, 25.0)),
             ],
             median_bound_ms: 20.0,
+            on_time_ceiling: 1.0,
             own_board: if own {
                 vec!["gpu-only".into()]
             } else {

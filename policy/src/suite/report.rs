@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use super::{
     against_every_baseline, hindsight_speedup, hindsight_speedup_at,
-    hindsight_speedup_at_every_baseline, median_speedup_by_rank, run_case, tally, Case,
+    hindsight_speedup_at_every_baseline, median_speedup_by_rank, run_case, tally, Case, Headline,
     FLOOR_RATIO,
 };
 use crate::gen::{heavy_count, Shape};
@@ -158,7 +158,8 @@ pub fn run_suite<E: Debug + Display + Send>(
 }
 
 /// One case on one line: every scheduler's on-time share / median delay
-/// (`*`: it ran on a board of its own) and the case's median bound.
+/// (`*`: it ran on a board of its own), the case's median bound and its
+/// on-time ceiling.
 pub fn case_line(case: &Case, heavy: u32) -> String {
     let cells: Vec<String> = case
         .results
@@ -173,11 +174,12 @@ pub fn case_line(case: &Case, heavy: u32) -> String {
         })
         .collect();
     format!(
-        "{:<8} {:<10} heavy {:>2} median bound {:.1}: {}",
+        "{:<8} {:<10} heavy {:>2} median bound {:.1} on-time ceiling {:.3}: {}",
         case.board,
         case.shape,
         heavy,
         case.median_bound_ms,
+        case.on_time_ceiling,
         cells.join("  ")
     )
 }
@@ -187,6 +189,7 @@ pub fn case_line(case: &Case, heavy: u32) -> String {
 /// the median target by rank.
 pub fn summary(cases: &[Case]) -> String {
     let mut out = String::new();
+    means_text(&mut out, cases);
     for reference in REFERENCES {
         if cases.iter().any(|c| c.of(reference).is_some()) {
             tally_text(&mut out, cases, reference);
@@ -195,6 +198,62 @@ pub fn summary(cases: &[Case]) -> String {
     hindsight_text(&mut out, cases);
     rank_text(&mut out, cases);
     out
+}
+
+/// Every scheduler's mean on-time share beside the mean ceiling of the same
+/// cases, and its median delay (geometric mean over the cases where it is
+/// finite) beside the mean median bound of those cases: the distance to the
+/// best any schedule could do.
+fn means_text(out: &mut String, cases: &[Case]) {
+    let mut names: Vec<&str> = Vec::new();
+    for case in cases {
+        for (name, _) in &case.results {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\neach scheduler over the cases it ran on the board as given: mean on-time share beside the mean ceiling no schedule can beat (suite::ceiling), and the geometric mean of its median delay beside that of the cases' median bounds, over the cases where its median is finite"
+    );
+    let _ = writeln!(
+        out,
+        "{:<20} {:>5} {:>8} {:>8} {:>6} {:>10} {:>10}",
+        "scheduler", "cases", "on time", "ceiling", "finite", "median ms", "bound ms"
+    );
+    for name in names {
+        let runs: Vec<(Headline, &Case)> = cases
+            .iter()
+            .filter_map(|c| Some((c.comparable(name)?, c)))
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let n = runs.len() as f64;
+        let on_time = runs.iter().map(|(h, _)| h.on_time).sum::<f64>() / n;
+        let ceiling = runs.iter().map(|(_, c)| c.on_time_ceiling).sum::<f64>() / n;
+        let finite: Vec<(f64, f64)> = runs
+            .iter()
+            .filter(|(h, _)| h.median_ms.is_finite())
+            .map(|(h, c)| (h.median_ms, c.median_bound_ms))
+            .collect();
+        let geo = |pick: fn(&(f64, f64)) -> f64| {
+            let m = finite.len().max(1) as f64;
+            (finite.iter().map(|p| pick(p).ln()).sum::<f64>() / m).exp()
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:>5} {:>8.4} {:>8.4} {:>6} {:>10.1} {:>10.1}",
+            name,
+            runs.len(),
+            on_time,
+            ceiling,
+            finite.len(),
+            geo(|p| p.0),
+            geo(|p| p.1)
+        );
+    }
 }
 
 fn tally_text(out: &mut String, cases: &[Case], reference: &str) {

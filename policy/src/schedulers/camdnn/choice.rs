@@ -1,0 +1,124 @@
+//! The kinds of choice a global step replays and keeps: each is a residency
+//! to load (or none) and the way the dispatcher places requests until the
+//! next step.
+
+use crate::HostRule;
+
+use super::follow::Mode;
+
+/// One kind of choice of the global step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Choice {
+    /// The global policy's plan for the epoch (its loads included),
+    /// followed request by request.
+    Plan,
+    /// The searched stay plan (the current residency, requests split by the
+    /// local search), followed request by request.
+    StayPlan,
+    /// Algorithm 1 alone with the paper's host rule on the residency as it
+    /// is: what `camdnn-local` does, the step's reference ([`Choice::DEFAULT`]).
+    Paper,
+    /// Algorithm 1 alone with the earliest-finish rule, residency as it is.
+    FinishTime,
+    /// Every model on its static-DIST host.
+    StaticDist,
+    /// Algorithm 1's start-up residency (the fastest hosts, free slots
+    /// filled) with the paper's rule.
+    PaperHome,
+    /// The start-up residency with the earliest-finish rule.
+    FinishTimeHome,
+    /// Algorithm 1 with the group-split rule, residency as it is.
+    Split,
+    /// The start-up residency with the group-split rule.
+    SplitHome,
+    /// The detector back on its fastest unit, the classifiers kept where
+    /// they are, with the paper's rule.
+    DetectorHome,
+    /// The central queue's rule: each batch to the unit free first.
+    Queue,
+    /// A residency for the stream's bottleneck with the earliest-finish rule.
+    StreamFinishTime,
+    /// A residency for the stream's bottleneck with the group-split rule.
+    StreamSplit,
+}
+
+impl Choice {
+    /// How many kinds there are.
+    pub const COUNT: usize = 13;
+
+    /// Every kind, in index order.
+    pub const ALL: [Choice; Choice::COUNT] = [
+        Choice::Plan,
+        Choice::StayPlan,
+        Choice::Paper,
+        Choice::FinishTime,
+        Choice::StaticDist,
+        Choice::PaperHome,
+        Choice::FinishTimeHome,
+        Choice::Split,
+        Choice::SplitHome,
+        Choice::DetectorHome,
+        Choice::Queue,
+        Choice::StreamFinishTime,
+        Choice::StreamSplit,
+    ];
+
+    /// The choice that changes nothing in the residency: Algorithm 1 alone
+    /// with the paper's rule, what `camdnn-local` does. The out-of-sample
+    /// record measures every other kind against it, so it is always
+    /// offered.
+    pub const DEFAULT: Choice = Choice::Paper;
+
+    /// Its index in per-kind arrays ([`crate::schedulers::Camdnn::choices`]).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A short name for reports and ablation rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Plan => "plan",
+            Choice::StayPlan => "stay-plan",
+            Choice::Paper => "paper",
+            Choice::FinishTime => "finish-time",
+            Choice::StaticDist => "static-dist",
+            Choice::PaperHome => "paper-home",
+            Choice::FinishTimeHome => "finish-time-home",
+            Choice::Split => "split",
+            Choice::SplitHome => "split-home",
+            Choice::DetectorHome => "detector-home",
+            Choice::Queue => "queue",
+            Choice::StreamFinishTime => "stream-finish-time",
+            Choice::StreamSplit => "stream-split",
+        }
+    }
+
+    /// The kind of choice a dispatcher in `mode` has kept: the one that
+    /// loads nothing with that mode.
+    pub fn of_mode(mode: Mode) -> Choice {
+        match mode {
+            Mode::Plan => Choice::StayPlan,
+            Mode::Local(HostRule::PerRequest) => Choice::Paper,
+            Mode::Local(HostRule::FinishTime) => Choice::FinishTime,
+            Mode::Local(HostRule::GroupFinish) => Choice::Split,
+            Mode::Static => Choice::StaticDist,
+            Mode::Queue => Choice::Queue,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Choice;
+
+    #[test]
+    fn the_kinds_are_listed_in_index_order_with_distinct_names() {
+        for (n, c) in Choice::ALL.iter().enumerate() {
+            assert_eq!(c.index(), n);
+        }
+        let mut names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Choice::COUNT);
+    }
+}
