@@ -185,6 +185,40 @@ pub enum Why {
     LowScore,
     /// The stored result is older than `max_age_ms`.
     TooOld,
+    /// The model's own result could be reused, but a model below it (which runs on what this
+    /// result finds, a pose's face) must be inferred again: the caller infers the whole
+    /// branch, as a child's request comes only from its parent's inferred result.
+    Child,
+}
+
+impl Why {
+    /// Every reason, for metrics registered at start-up.
+    pub const ALL: [Why; 9] = [
+        Why::Off,
+        Why::Untracked,
+        Why::NoResult,
+        Why::Interval,
+        Why::Moved,
+        Why::Resized,
+        Why::LowScore,
+        Why::TooOld,
+        Why::Child,
+    ];
+
+    /// A short name (a metric label, a report's column).
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::Off => "off",
+            Why::Untracked => "untracked",
+            Why::NoResult => "no-result",
+            Why::Interval => "interval",
+            Why::Moved => "moved",
+            Why::Resized => "resized",
+            Why::LowScore => "low-score",
+            Why::TooOld => "too-old",
+            Why::Child => "child",
+        }
+    }
 }
 
 /// The decision for one request.
@@ -260,6 +294,12 @@ impl<R> StreamReuse<R> {
             self.detector_wait - 1
         };
         due
+    }
+
+    /// The detector ran on this frame although [`StreamReuse::detector_due`] said it was not
+    /// due (the caller could not skip it): the interval counts from this frame.
+    pub fn detector_ran(&mut self, every: u32) {
+        self.detector_wait = every.max(1) - 1;
     }
 
     /// The decision for one request on the current frame.
@@ -342,6 +382,21 @@ impl<R> StreamReuse<R> {
             score,
             value,
         };
+        self.store_inferred(track, model, stored);
+    }
+
+    /// Keeps a result inferred on the frame `stored.frame` names (an earlier frame than the
+    /// current one when its inference finished late), unless a result of a later frame is
+    /// kept already for that track and model: a late result never replaces a newer one. Beyond
+    /// `max_entries` the entry inferred longest ago goes.
+    pub fn store_inferred(&mut self, track: TrackId, model: ModelId, stored: Stored<R>) {
+        if self
+            .stored
+            .get(&(track, model))
+            .is_some_and(|s| s.frame > stored.frame)
+        {
+            return;
+        }
         if self.stored.insert((track, model), stored).is_none()
             && self.stored.len() > self.max_entries
         {

@@ -68,6 +68,7 @@ fn detect(flow: &mut Flow, id: u64, now: f64) -> ProcId {
             deadline_ms: None,
             priority: 0,
             upstream: None,
+            tracked: false,
         }),
     );
     let requests = vec![Request {

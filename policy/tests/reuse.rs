@@ -1,7 +1,9 @@
 //! The per-object reuse decision: each reason to infer, reuse with its age, the stored
 //! results' bounds, the detector interval and the online share of inferred requests.
 
-use camdnn_policy::reuse::{Decision, Request, ReuseConfig, ReuseRatio, StreamReuse, Tracked, Why};
+use camdnn_policy::reuse::{
+    Decision, Request, ReuseConfig, ReuseRatio, Stored, StreamReuse, Tracked, Why,
+};
 use camdnn_policy::ModelId;
 
 const POSE: ModelId = ModelId(1);
@@ -311,4 +313,33 @@ fn bad_knobs_are_refused_by_field_and_unknown_fields_by_serde() {
     );
     let e = toml::from_str::<ReuseConfig>("reinfer_intervall = 3").unwrap_err();
     assert!(e.to_string().contains("reinfer_intervall"), "{e}");
+}
+
+/// A result whose inference finished after a later frame's: stored on its own frame (its age
+/// counts from there) and never in place of the newer one.
+#[test]
+fn a_late_result_keeps_its_frame_and_never_replaces_a_newer_one() {
+    let mut s: StreamReuse<&str> = StreamReuse::new(8);
+    let stored = |frame, value| Stored {
+        bbox: BOX,
+        frame,
+        at_ms: 0.0,
+        score: None,
+        value,
+    };
+    for _ in 0..3 {
+        s.begin_frame();
+    }
+    s.store_inferred(7, POSE, stored(3, "frame 3"));
+    s.store_inferred(7, POSE, stored(2, "frame 2, late"));
+    assert_eq!(s.stored(7, POSE).map(|r| r.value), Some("frame 3"));
+    s.store_inferred(8, POSE, stored(1, "frame 1"));
+    let cfg = ReuseConfig::default();
+    assert_eq!(
+        s.decide(Some(&cfg), &req(BOX, tracked(8)), 0.0),
+        Decision::Reuse {
+            age_frames: 2,
+            age_ms: 0.0
+        }
+    );
 }

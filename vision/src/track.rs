@@ -398,6 +398,11 @@ impl<K: Hash + Eq + Clone> Tracks<K> {
         self.streams.retain(|k, _| !ended(k));
     }
 
+    /// Whether the stream has a tracker (it may have been replaced by a newer stream).
+    pub fn has(&self, key: &K) -> bool {
+        self.streams.contains_key(key)
+    }
+
     /// Streams with a tracker.
     pub fn streams(&self) -> usize {
         self.streams.len()

@@ -13,10 +13,12 @@ use camdnn_engine::{EngineError, ModelSource, RunReport};
 use camdnn_policy::flow::{
     BatchId, Effect, Event as FlowEvent, FrameFlow, FrameId, FrameIn, Request, Run,
 };
+use camdnn_policy::reuse::Tracked;
 use camdnn_policy::schedulers::Scheduler;
 use camdnn_policy::stepper::StartedStep;
 use camdnn_policy::{ModelId, ProcId};
 use camdnn_protocol::{ClassRef, Frame, RejectReason};
+use camdnn_vision::track::CarriedBox;
 use camdnn_vision::{keep_best, BBox};
 use tokio::sync::oneshot;
 
@@ -25,6 +27,7 @@ use super::frame_data::{FrameData, ObjectState};
 use super::health::PipelineHealth;
 use super::models::ModelRuntime;
 use super::prep::{CropSpec, PrepPool, Prepared};
+use super::reuse::Reuse;
 use super::step_thread::StepThread;
 use super::units::Unit;
 use super::work::WorkEstimate;
@@ -34,6 +37,8 @@ use super::Outcome;
 pub enum Event {
     /// A frame from the server, with its deadline as the server read it.
     Submit {
+        /// The connection it came on ([`super::reuse::DIRECT`] for a caller without one).
+        conn: u64,
         /// The frame.
         frame: Frame,
         /// When the server had read it.
@@ -66,6 +71,8 @@ pub enum Event {
     Dropped,
     /// The step thread computed a global step (its ticket, as for `Prepared`).
     StepComputed(u64, StartedStep),
+    /// A connection ended: its streams' tracks and stored results are freed.
+    ConnectionClosed(u64),
     /// Time passed (a test's virtual clock moved).
     Tick,
     /// Stop: answer what is left and end the thread.
@@ -115,6 +122,8 @@ pub(super) struct Actor {
     /// the next ticket to handle, and the results waiting for their turn.
     pub next_in_order: u64,
     pub parked: BTreeMap<u64, Event>,
+    /// Tracking and result reuse (`None`: `[pipeline.track]` is off).
+    pub reuse: Option<Reuse>,
 }
 
 impl Actor {
@@ -151,11 +160,23 @@ impl Actor {
         match ev {
             Event::Shutdown => return false,
             Event::Submit {
+                conn,
                 frame,
                 received,
                 deadline,
                 reply,
-            } => self.submit(now, frame, received, deadline, reply),
+            } => self.submit(now, conn, frame, received, deadline, reply),
+            Event::ConnectionClosed(conn) => {
+                if let Some(r) = &mut self.reuse {
+                    r.connection_closed(conn);
+                }
+                for f in self.frames.values_mut() {
+                    // Still in flight: answered untracked, nothing stored.
+                    if let Some(t) = f.track.as_mut().filter(|t| t.key.0 == conn) {
+                        t.frame = None;
+                    }
+                }
+            }
             Event::Prepared(_, p) => self.prepared(now, p),
             Event::BatchDone { batch, result } => self.batch_done(now, batch, result),
             Event::LoadDone {
@@ -220,6 +241,7 @@ impl Actor {
     fn submit(
         &mut self,
         now: f64,
+        conn: u64,
         frame: Frame,
         received: Instant,
         deadline: Option<Instant>,
@@ -248,12 +270,12 @@ impl Actor {
                 .map(|d| arrival_ms + d.saturating_duration_since(received).as_secs_f64() * 1e3),
             priority: frame.priority.unwrap_or(0),
             upstream: None,
+            tracked: false,
         };
         let dets = frame.detections.clone();
+        let key = (conn, frame.stream_id);
         let mut data = FrameData::new(frame, received, reply);
-        let upstream = if let Some(dets) = dets {
-            Some(self.upstream_objects(&mut data, &dets, root))
-        } else if self.models[root.0].decoder.is_upstream() {
+        if dets.is_none() && self.models[root.0].decoder.is_upstream() {
             let name = &self.flow.view().models[root.0].name;
             let msg = format!(
                 "this pipeline's detector {name:?} runs upstream: frames must carry their detections (boxes and classes)"
@@ -263,15 +285,45 @@ impl Actor {
                 .reply
                 .send(Outcome::Rejected(RejectReason::BadDetection, msg));
             return;
-        } else {
-            None
+        }
+        let entered = (self.reuse.as_mut()).map(|r| r.enter(key, arrival_ms, dets.is_none()));
+        let upstream = match (dets, entered) {
+            (Some(dets), None) => Some(self.upstream_objects(&mut data, &dets, root)),
+            (None, None) => None,
+            (dets, Some((mut track, carried))) => {
+                let requests = match (dets, carried) {
+                    (Some(dets), _) => {
+                        let requests = self.upstream_objects(&mut data, &dets, root);
+                        if let Some(r) = self.reuse.as_mut() {
+                            r.associate(&mut track, &mut data.objects);
+                        }
+                        Some(requests)
+                    }
+                    (None, Some(carried)) => {
+                        Some(self.carried_objects(&mut data, key, carried, root))
+                    }
+                    (None, None) => None,
+                };
+                data.track = Some(track);
+                requests.map(|r| self.plan(&mut data, r))
+            }
         };
         let frame_in = FrameIn {
+            tracked: upstream.is_some() && data.track.is_some(),
             upstream,
             ..frame_in
         };
         self.frames.insert(id, data);
         self.step(now, FlowEvent::FrameIn(frame_in));
+    }
+
+    /// The requests of a tracked frame that are inferred (the rest are answered from their
+    /// tracks' stored results).
+    pub(super) fn plan(&self, data: &mut FrameData, requests: Vec<Request>) -> Vec<Request> {
+        match &self.reuse {
+            Some(r) => r.plan(self.flow.view(), data, requests),
+            None => requests,
+        }
     }
 }
 
@@ -316,13 +368,49 @@ impl Actor {
                 );
                 requests.push(r);
             }
-            data.objects.push(ObjectState {
-                bbox,
-                class,
-                score: d.score,
-                outputs: Vec::new(),
-                rejected: false,
+            data.objects.push(ObjectState::new(bbox, class, d.score));
+        }
+        requests
+    }
+
+    /// A frame the detector skipped: the tracker's carried boxes as its objects (the best
+    /// `max_objects` kept), with their tracks and box ages; returns their level-1 requests.
+    fn carried_objects(
+        &self,
+        data: &mut FrameData,
+        key: super::reuse::StreamKey,
+        carried: Vec<CarriedBox>,
+        root: ModelId,
+    ) -> Vec<Request> {
+        let reuse = self.reuse.as_ref().expect("carried only when tracking");
+        let dets: Vec<camdnn_protocol::UpstreamDetection> = carried
+            .iter()
+            .map(|c| camdnn_protocol::UpstreamDetection {
+                bbox: camdnn_protocol::BBox {
+                    x0: c.bbox.x0,
+                    y0: c.bbox.y0,
+                    x1: c.bbox.x1,
+                    y1: c.bbox.y1,
+                },
+                class: ClassRef::Name(c.class.clone()),
+                score: reuse.carried_score(&key, c.track),
+            })
+            .collect();
+        let requests = self.upstream_objects(data, &dets, root);
+        // The objects are the kept boxes in their order (`keep_best` is deterministic).
+        let scores: Vec<f32> = dets.iter().map(|d| d.score).collect();
+        let kept = keep_best(&scores, self.max_objects);
+        for (o, c) in data
+            .objects
+            .iter_mut()
+            .zip(kept.into_iter().map(|i| &carried[i]))
+        {
+            o.track = Some(Tracked {
+                id: c.track,
+                confirmed: true,
+                continued: true,
             });
+            o.box_age = c.box_age;
         }
         requests
     }

@@ -45,6 +45,22 @@ impl super::FrameProcessor for Built {
         self.pipeline.submit(frame, received, deadline, reply)
     }
 
+    fn submit_from(
+        &self,
+        conn: u64,
+        frame: camdnn_protocol::Frame,
+        received: std::time::Instant,
+        deadline: Option<std::time::Instant>,
+        reply: tokio::sync::oneshot::Sender<super::Outcome>,
+    ) {
+        self.pipeline
+            .submit_from(conn, frame, received, deadline, reply)
+    }
+
+    fn connection_closed(&self, conn: u64) {
+        self.pipeline.connection_closed(conn)
+    }
+
     fn max_in_flight(&self) -> usize {
         self.pipeline.max_in_flight()
     }
@@ -177,9 +193,6 @@ pub fn start_with(
 ) -> anyhow::Result<Built> {
     let p = &cfg.pipeline;
     let system = check(cfg)?;
-    if p.track.is_some() || p.models.iter().any(|m| m.reuse.is_some()) {
-        tracing::warn!("[pipeline.track] and the models' reuse are checked but not applied by the serving pipeline yet: every frame runs the detector and every object is inferred (camdnnd track-eval applies them to a clip)");
-    }
     let models: Vec<ModelRuntime> = p
         .models
         .iter()
@@ -265,6 +278,8 @@ pub fn start_with(
         prep_threads: p.prep_threads,
         max_objects: p.max_objects,
         clock: Clock::wall(),
+        track: p.track,
+        reuse: p.models.iter().map(|m| m.reuse.clone()).collect(),
     })?;
     Ok(Built {
         pipeline,

@@ -88,6 +88,15 @@ impl Actor {
             return;
         };
         let crops: Vec<CropSpec> = requests.iter().filter_map(|r| f.crops.remove(r)).collect();
+        if f.track.is_some_and(|t| t.frame.is_some()) {
+            for c in &crops {
+                let r = Request {
+                    model: c.model,
+                    object: c.object as u32,
+                };
+                f.ran_on.insert(r, c.bbox);
+            }
+        }
         let job = match (f.raw.take(), &f.image) {
             (Some(raw), _) => Job::DecodeAndCrop {
                 frame: frame.0,
@@ -255,6 +264,9 @@ impl Actor {
         let Some(f) = self.frames.remove(&frame) else {
             return;
         };
+        if let (Some(reuse), Some(track)) = (&mut self.reuse, &f.track) {
+            reuse.frame_gone(track);
+        }
         if f.objects_dropped > 0 {
             metrics::counter!(names::OBJECTS_DROPPED).increment(u64::from(f.objects_dropped));
         }

@@ -295,6 +295,7 @@ impl Rig {
         let received = Instant::now();
         let deadline = received.checked_add(Duration::from_secs_f64(deadline_ms / 1e3));
         self.actor.handle(Event::Submit {
+            conn: 0,
             frame,
             received,
             deadline,
@@ -438,6 +439,8 @@ fn both_logs(
         prep_threads: 1,
         max_objects: 1000,
         clock,
+        track: None,
+        reuse: Vec::new(),
     };
     let (mut actor, ..) = actor(parts, tx).expect("the actor starts");
     // As the simulator's camera: no global step after the last frame's period.

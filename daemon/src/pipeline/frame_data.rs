@@ -9,12 +9,16 @@ use std::time::{Duration, Instant};
 
 use camdnn_engine::Tensor;
 use camdnn_policy::flow::Request;
+use camdnn_policy::reuse::Tracked;
+use camdnn_policy::ModelId;
 use camdnn_protocol::{BBox as WireBox, ClassRef, FrameResult, ObjectResult, Output, Timing};
 use camdnn_vision::{BBox, RgbImage, Transform};
 use tokio::sync::oneshot;
 
 use super::models::{Found, ModelRuntime};
 use super::prep::CropSpec;
+use super::reuse::FrameTrack;
+use super::reuse_value::KeptResult;
 use super::Outcome;
 
 /// One object of a frame.
@@ -26,6 +30,25 @@ pub struct ObjectState {
     pub outputs: Vec<Output>,
     /// A model's verdict removed it (e.g. R-Net found no face): left out of the result.
     pub rejected: bool,
+    /// Its track in the stream (`None`: not tracked).
+    pub track: Option<Tracked>,
+    /// Frames since the detector saw its box (0: on this frame).
+    pub box_age: u32,
+}
+
+impl ObjectState {
+    /// An object as found (by the detector, upstream, or carried by the tracker), untracked.
+    pub fn new(bbox: BBox, class: ClassRef, score: f32) -> Self {
+        ObjectState {
+            bbox,
+            class,
+            score,
+            outputs: Vec::new(),
+            rejected: false,
+            track: None,
+            box_age: 0,
+        }
+    }
 }
 
 /// A frame in the pipeline, as the scheduler thread holds it.
@@ -58,6 +81,12 @@ pub struct FrameData {
     pub objects_dropped: u32,
     /// Why it could not be read, when it could not.
     pub invalid: Option<(camdnn_protocol::RejectReason, String)>,
+    /// Its place in its stream's tracking (`None`: tracking is off).
+    pub track: Option<FrameTrack>,
+    /// The box each request of a tracked frame ran on, until its result is stored.
+    pub ran_on: HashMap<Request, BBox>,
+    /// Results inferred for a tracked frame and not yet stored: object, model, result.
+    pub inferred: Vec<(u32, ModelId, KeptResult)>,
 }
 
 impl FrameData {
@@ -85,6 +114,9 @@ impl FrameData {
             detect_done: None,
             objects_dropped: 0,
             invalid: None,
+            track: None,
+            ran_on: HashMap::new(),
+            inferred: Vec::new(),
         }
     }
 
@@ -134,9 +166,8 @@ impl FrameData {
                     },
                     class: o.class,
                     score: o.score,
-                    // No tracking in the frame path: every box is new.
-                    track_id: 0,
-                    box_age: 0,
+                    track_id: o.track.map_or(0, |t| t.id),
+                    box_age: o.box_age,
                     outputs: o.outputs,
                 })
                 .collect(),

@@ -16,6 +16,7 @@ mod onnx_meta;
 mod outputs;
 pub mod prep;
 mod processors;
+pub mod reuse;
 pub mod reuse_value;
 pub mod runtime;
 pub mod stall;
@@ -65,6 +66,25 @@ pub trait FrameProcessor: Send + Sync + 'static {
         self.submit(frame, now, deadline, tx);
         rx
     }
+
+    /// As [`FrameProcessor::submit`], for a frame that came on connection `conn` (its
+    /// streams are tracked apart from other connections'). The default forgets the
+    /// connection; a processor that tracks streams keys them by it.
+    fn submit_from(
+        &self,
+        conn: u64,
+        frame: Frame,
+        received: Instant,
+        deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
+        let _ = conn;
+        self.submit(frame, received, deadline, reply);
+    }
+
+    /// Connection `conn` ended and every frame of it was answered: what the processor keeps
+    /// of its streams (their tracks) can go. The default keeps nothing.
+    fn connection_closed(&self, _conn: u64) {}
 
     /// Frames the pipeline works on at once before the server should hold
     /// new ones back (the admission limit). It may grow without a frame

@@ -12,6 +12,7 @@ use camdnn_vision::{keep_best, Transform};
 use super::frame_data::{FrameData, ObjectState};
 use super::models::{Decoded, Found, ItemContext, ModelRuntime, Verdict};
 use super::prep::CropSpec;
+use super::reuse_value::KeptResult;
 
 /// What reading a batch needs of the pipeline.
 pub struct Reader<'a> {
@@ -126,13 +127,11 @@ impl Reader<'_> {
                     requests.push(r);
                 }
             }
-            frame.objects.push(ObjectState {
+            frame.objects.push(ObjectState::new(
                 bbox,
-                class: ClassRef::Name(o.class),
-                score: o.detection.score,
-                outputs: Vec::new(),
-                rejected: false,
-            });
+                ClassRef::Name(o.class),
+                o.detection.score,
+            ));
         }
         requests
     }
@@ -153,24 +152,14 @@ impl Reader<'_> {
         let Some(obj) = frame.objects.get_mut(object as usize) else {
             return Vec::new();
         };
-        obj.outputs.push(Output {
-            model: m.name.clone(),
-            value,
-            // Inferred on this frame (reuse is not in the frame path).
-            age: 0,
-        });
-        match verdict {
-            Verdict::Keep | Verdict::Part(_) => {}
-            Verdict::Refine { bbox, score } => {
-                obj.bbox = bbox;
-                obj.score = score;
-            }
-            Verdict::Reject => {
-                obj.rejected = true;
-                metrics::counter!("camdnn_objects_rejected_total", "model" => m.name.clone())
-                    .increment(1);
-            }
+        if frame.track.is_some_and(|t| t.frame.is_some()) {
+            let kept = KeptResult {
+                value: value.clone(),
+                verdict,
+            };
+            frame.inferred.push((object, model, kept));
         }
+        take_result(obj, &m.name, value, verdict, 0);
         let Some(bbox) = verdict.child_crop(obj.bbox) else {
             return Vec::new();
         };
@@ -187,5 +176,33 @@ impl Reader<'_> {
             requests.push(r);
         }
         requests
+    }
+}
+
+/// Puts a model's result on its object, `age` frames after it was inferred (0: on this
+/// frame), and applies its verdict.
+pub(super) fn take_result(
+    obj: &mut ObjectState,
+    model: &str,
+    value: camdnn_protocol::OutputValue,
+    verdict: Verdict,
+    age: u32,
+) {
+    obj.outputs.push(Output {
+        model: model.to_owned(),
+        value,
+        age,
+    });
+    match verdict {
+        Verdict::Keep | Verdict::Part(_) => {}
+        Verdict::Refine { bbox, score } => {
+            obj.bbox = bbox;
+            obj.score = score;
+        }
+        Verdict::Reject => {
+            obj.rejected = true;
+            metrics::counter!("camdnn_objects_rejected_total", "model" => model.to_owned())
+                .increment(1);
+        }
     }
 }

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use camdnn_engine::{EngineError, RunReport};
-use camdnn_policy::flow::{BatchId, BatchOutcome, Event as FlowEvent, FrameId, Lost, Request, Run};
+use camdnn_policy::flow::{
+    BatchId, BatchOutcome, Event as FlowEvent, FrameId, ItemFailed, Lost, Request, Run,
+};
 use camdnn_policy::{ModelId, ProcId};
 
 use super::actor::Actor;
@@ -158,7 +160,8 @@ impl Actor {
                     models: &self.models,
                     max_objects: self.max_objects,
                 };
-                reader.read(f, run.frame.0, model, &run.objects, &report)
+                let items = reader.read(f, run.frame.0, model, &run.objects, &report);
+                self.track_items(run.frame, model, items)
             }
             // Answered already (its deadline, a failure): nothing to read.
             None => Vec::new(),
@@ -177,6 +180,38 @@ impl Actor {
             metrics::gauge!("camdnn_estimate_exec_seconds", "model" => v.models[model.0].name.clone(), "processor" => pname)
                 .set(v.exec_ms(model, proc, 1) / 1e3);
         }
+    }
+
+    /// With tracking on, a read batch's items before the flow sees them: the frame's objects
+    /// are associated once its detector's last item is read, a classifier's results are
+    /// stored for their tracks, and each item's requests are decided (the reused ones are
+    /// answered from their tracks and left out).
+    fn track_items(
+        &mut self,
+        frame: FrameId,
+        model: ModelId,
+        items: Vec<Result<Vec<Request>, ItemFailed>>,
+    ) -> Vec<Result<Vec<Request>, ItemFailed>> {
+        let (Some(reuse), Some(f)) = (self.reuse.as_mut(), self.frames.get_mut(&frame)) else {
+            return items;
+        };
+        let Some(mut track) = f.track else {
+            return items;
+        };
+        let view = self.flow.view();
+        if view.models[model.0].parent.is_none() {
+            if f.det_left > 0 {
+                return items;
+            }
+            reuse.associate(&mut track, &mut f.objects);
+            f.track = Some(track);
+        } else {
+            reuse.store(f);
+        }
+        items
+            .into_iter()
+            .map(|item| item.map(|requests| reuse.plan(view, f, requests)))
+            .collect()
     }
 
     fn batch_metrics(&mut self, run: &Run, report: &RunReport, dispatched: Instant, pname: &str) {

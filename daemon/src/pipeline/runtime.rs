@@ -21,6 +21,7 @@ use super::clock::Clock;
 use super::health::{PipelineHealth, HEARTBEAT};
 use super::models::ModelRuntime;
 use super::prep::PrepPool;
+use super::reuse::{Reuse, DIRECT};
 use super::step_thread::StepThread;
 use super::units::Unit;
 use super::work::WorkEstimate;
@@ -49,7 +50,19 @@ impl FrameProcessor for Pipeline {
         deadline: Option<Instant>,
         reply: oneshot::Sender<Outcome>,
     ) {
+        self.submit_from(DIRECT, frame, received, deadline, reply);
+    }
+
+    fn submit_from(
+        &self,
+        conn: u64,
+        frame: Frame,
+        received: Instant,
+        deadline: Option<Instant>,
+        reply: oneshot::Sender<Outcome>,
+    ) {
         let ev = Event::Submit {
+            conn,
             frame,
             received,
             deadline,
@@ -58,6 +71,10 @@ impl FrameProcessor for Pipeline {
         if let Err(mpsc::SendError(Event::Submit { reply, .. })) = self.tx.send(ev) {
             let _ = reply.send(Outcome::Dropped(DropReason::ShuttingDown));
         }
+    }
+
+    fn connection_closed(&self, conn: u64) {
+        let _ = self.tx.send(Event::ConnectionClosed(conn));
     }
 
     fn max_in_flight(&self) -> usize {
@@ -163,6 +180,10 @@ pub struct Parts {
     pub max_objects: usize,
     /// The thread's clock.
     pub clock: Clock,
+    /// `[pipeline.track]` (`None`: no tracking, no reuse).
+    pub track: Option<camdnn_vision::track::TrackerConfig>,
+    /// Per model (by id): its `reuse` knobs.
+    pub reuse: Vec<Option<camdnn_policy::reuse::ReuseConfig>>,
 }
 
 /// The actor for `parts`, sending to `tx`, and the pipeline's shared state.
@@ -186,6 +207,11 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         parts.stall.progress_timeout(),
     ));
     let np = parts.system.num_processors();
+    let names = parts.system.models.iter().map(|m| m.name.clone()).collect();
+    let reuse = match parts.track {
+        Some(t) => Some(Reuse::new(t, parts.reuse, names)?),
+        None => None,
+    };
     let now = parts.clock.now_ms();
     let scene = vec![0; parts.system.num_models()];
     let flow = FrameFlow::new(
@@ -225,6 +251,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         next_ticket: 0,
         next_in_order: 0,
         parked: BTreeMap::new(),
+        reuse,
     };
     let shared = Shared {
         in_flight,

@@ -86,6 +86,8 @@ pub(crate) async fn serve(
     drop(conn);
     // The writer ends once every frame of this connection has been answered.
     let _ = writer.await;
+    // Its streams end with it: the processor frees their tracks.
+    dispatch.processor().connection_closed(id);
 }
 
 /// The read half, noting when the first byte of the message being read arrived (the

@@ -317,7 +317,7 @@ impl Dispatch {
     ) {
         let (tx, rx) = oneshot::channel();
         let admitted = Instant::now();
-        processor.submit(w.frame, w.received, w.deadline, tx);
+        processor.submit_from(key.0, w.frame, w.received, w.deadline, tx);
         let this = Arc::clone(self);
         let mut phase = self.phase();
         tokio::spawn(async move {

@@ -78,6 +78,16 @@ pub const ENGINE_TIMEOUTS: &str = "camdnn_engine_timeouts_total";
 pub const WORKER_THREADS_STUCK: &str = "camdnn_worker_threads_stuck";
 /// Queued work of a processor (the scheduler's rem_j), by `processor`, seconds.
 pub const PROCESSOR_REMAINING: &str = "camdnn_processor_remaining_seconds";
+/// Per-object requests of tracked streams that ran their model, by `model` and the `reason`
+/// reuse did not stand (`camdnn_policy::reuse::Why`; recorded by the pipeline).
+pub const REQUESTS_INFERRED: &str = "camdnn_requests_inferred_total";
+/// Per-object requests of tracked streams answered with their track's stored result, by
+/// `model` (recorded by the pipeline).
+pub const REQUESTS_REUSED: &str = "camdnn_requests_reused_total";
+/// Live tracks over every tracked stream (recorded by the pipeline).
+pub const TRACKS_LIVE: &str = "camdnn_tracks_live";
+/// Streams with a tracker (recorded by the pipeline; freed when their connection ends).
+pub const TRACK_STREAMS: &str = "camdnn_track_streams";
 
 /// The kind of a family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +113,8 @@ pub enum Series {
     PerModel,
     /// One series per (model, processor) pair of the pipeline.
     PerModelProcessor,
+    /// One series per model of the pipeline and value of a label.
+    PerModelEach(&'static str, fn() -> Vec<&'static str>),
     /// Set elsewhere with its own labels at start-up (`camdnn_build_info`,
     /// `process_*`).
     Own,
@@ -162,7 +174,11 @@ fn pipeline_stages() -> Vec<&'static str> {
 }
 
 use Kind::{Counter, Gauge, Histogram};
-use Series::{Each, Own, PerModel, PerModelProcessor, PerProcessor, Single};
+fn reuse_reasons() -> Vec<&'static str> {
+    camdnn_policy::reuse::Why::ALL.map(|w| w.name()).to_vec()
+}
+
+use Series::{Each, Own, PerModel, PerModelEach, PerModelProcessor, PerProcessor, Single};
 
 /// Every `camdnn_*` family the daemon exports (the `process_*` families come
 /// from the `metrics-process` collector, which describes its own).
@@ -408,6 +424,30 @@ pub const FAMILIES: &[Family] = &[
         PerModelProcessor,
     ),
     family(
+        REQUESTS_INFERRED,
+        Counter,
+        "Per-object requests of tracked streams that ran their model, by model and the reason a stored result did not stand (pipeline.track, reuse).",
+        PerModelEach("reason", reuse_reasons),
+    ),
+    family(
+        REQUESTS_REUSED,
+        Counter,
+        "Per-object requests of tracked streams answered with their track's stored result, by model (pipeline.track, reuse).",
+        PerModel,
+    ),
+    family(
+        TRACKS_LIVE,
+        Gauge,
+        "Live tracks over every tracked stream (pipeline.track).",
+        Single,
+    ),
+    family(
+        TRACK_STREAMS,
+        Gauge,
+        "Camera streams with a tracker; freed when their connection ends (pipeline.track).",
+        Single,
+    ),
+    family(
         "camdnn_adapt_triggers_total",
         Counter,
         "Global steps run early because a processor's speed or the scene mix changed (pipeline.adapt).",
@@ -594,7 +634,7 @@ pub fn describe(config: &str) {
                     register(f, vec![(label, v.to_owned())]);
                 }
             }
-            PerModel | PerProcessor | PerModelProcessor | Own => {}
+            PerModel | PerProcessor | PerModelProcessor | PerModelEach(..) | Own => {}
         }
     }
     gauge!(READY).set(0.0);
@@ -625,6 +665,13 @@ pub fn register_pipeline<'a>(
                 for x in models.clone() {
                     for y in processors.clone() {
                         register(f, vec![m(x), p(y)]);
+                    }
+                }
+            }
+            PerModelEach(label, values) => {
+                for x in models.clone() {
+                    for v in values() {
+                        register(f, vec![m(x), (label, v.to_owned())]);
                     }
                 }
             }

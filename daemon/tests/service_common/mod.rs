@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a subset
 
+pub mod raw;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -40,8 +40,13 @@ pub struct FrameIn {
     /// Its priority: each batch of its requests carries it.
     pub priority: u8,
     /// The level-1 requests it brings when its detections come with it
-    /// (the detector runs upstream); `None`: the detector runs here.
+    /// (the detector runs upstream, or a tracker carried its boxes); `None`:
+    /// the detector runs here.
     pub upstream: Option<Vec<Request>>,
+    /// Its requests were decided by result reuse (a tracked stream): those
+    /// answered from their tracks are left out of `upstream`, and a frame
+    /// left with none still shows the planners its empty scene.
+    pub tracked: bool,
 }
 
 /// What a batch delivered.

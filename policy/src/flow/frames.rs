@@ -43,6 +43,15 @@ impl<S: SchedulerSlot> FrameFlow<S> {
         match f.upstream {
             Some(requests) if !requests.is_empty() => self.fan_out(now, f.frame, requests),
             Some(_) => {
+                if f.tracked {
+                    // Every request was answered from its track: the step plans
+                    // for the empty scene, as for a detector that found nothing.
+                    let none = vec![0; self.view.num_models()];
+                    let scene = self.scene.scene(&self.view, &none, 0);
+                    let sched = self.sched.get();
+                    self.stepper
+                        .observe_scene(sched, &self.view, &self.cluster, now, scene);
+                }
                 // Nothing to classify: the frame is still read, to answer it.
                 self.add_pending(f.frame, 1);
                 self.effects.push(Effect::Prepare {

@@ -218,6 +218,7 @@ impl<'a> Driver<'a> {
             deadline_ms: Some(arrival + self.cfg.frame_deadline_ms()),
             priority: 0,
             upstream: None,
+            tracked: false,
         };
         self.flow.handle(now, Event::FrameIn(frame));
     }

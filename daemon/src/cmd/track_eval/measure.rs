@@ -172,16 +172,7 @@ impl ModelCounts {
 
 /// A short name for a reason to infer.
 pub fn why_name(w: Why) -> &'static str {
-    match w {
-        Why::Off => "off",
-        Why::Untracked => "untracked",
-        Why::NoResult => "no-result",
-        Why::Interval => "interval",
-        Why::Moved => "moved",
-        Why::Resized => "resized",
-        Why::LowScore => "low-score",
-        Why::TooOld => "too-old",
-    }
+    w.name()
 }
 
 #[cfg(test)]
