@@ -10,7 +10,8 @@ use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_engine::SimFaults;
-use camdnn_policy::schedulers::{Batching, EpochJob, EpochOutcome, Recording, Scheduler, StepLog};
+use camdnn_policy::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
+use camdnn_policy::schedulers::{Recording, StepLog};
 use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
 use camdnn_protocol::{
     BBox, ClassRef, DropReason, Frame, OutputValue, PixelFormat, UpstreamDetection,

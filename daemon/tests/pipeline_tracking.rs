@@ -15,9 +15,9 @@ use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_daemon::server::config::{MetricsConfig, ServerConfig};
 use camdnn_daemon::server::metrics::{self, Exporter};
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::reuse::ReuseConfig;
-use camdnn_policy::schedulers::{Batching, EpochJob, EpochOutcome, Scheduler};
-use camdnn_policy::sim::FrameAdmission;
+use camdnn_policy::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
 use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
 use camdnn_protocol::{
     BBox, ClassRef, Client, Frame, FrameResult, PixelFormat, ServerMessage, UpstreamDetection,

@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use camdnn_policy::mlp::search::Search;
 use camdnn_policy::mlp::MlpPolicy;
-use camdnn_policy::schedulers::{self, stay_plan, Camdnn, Fixed, Scheduler};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{self, stay_plan, Camdnn, Fixed};
 use camdnn_policy::sim::{
     rate_bound, simulate, Accounting, BoundRatio, RateBound, SimConfig, SimReport, Trace,
 };
@@ -197,7 +198,7 @@ pub struct RealTimeRow {
 }
 
 /// The real-time measures on one trace, with real-time dropping at one frame
-/// period ([`camdnn_policy::sim::FrameAdmission::Behind`]).
+/// period ([`camdnn_policy::admission::FrameAdmission::Behind`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RealTime {
     /// What the trace is.

@@ -1,7 +1,7 @@
 //! One local dispatch decision (Algorithm 1) on the RB5-like profile:
 //! host choice over the processors for a waiting group of requests.
 
-use camdnn_policy::schedulers::fastest_hosts;
+use camdnn_policy::plan::fastest_hosts;
 use camdnn_policy::{choose_host, Cluster, HostRule, System};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;

@@ -5,7 +5,8 @@
 //! epoch. `global_step` times the planner alone.
 
 use camdnn_policy::mlp::MlpPolicy;
-use camdnn_policy::schedulers::{Camdnn, Scheduler};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::Camdnn;
 use camdnn_policy::sim::{full_scene, Trace};
 use camdnn_policy::{Cluster, System};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};

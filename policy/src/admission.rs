@@ -12,8 +12,39 @@
 
 use crate::bound::frame_bound;
 use crate::estimate::LiveEstimates;
-use crate::late_binding::Placer;
 use crate::{Cluster, System};
+
+/// How camera frames enter the pipeline: the daemon's admission rules.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FrameAdmission {
+    /// Real-time dropping, the daemon's `pipeline.drop_behind_ms`, ms
+    /// (`None`: one frame period): a frame whose detector could not start
+    /// within this long is dropped at its arrival
+    /// ([`detector_behind`]); one whose detector ran is
+    /// dropped before its objects start when the pipeline is further behind
+    /// than this less the frame's age ([`behind_at_fan_out`]).
+    Behind(Option<f64>),
+    /// The daemon's `pipeline.max_in_flight` alone (no `drop_behind_ms`):
+    /// at most this many frames are in the pipeline; a frame arriving while
+    /// it is full waits, and a newer frame supersedes it (the older one is
+    /// dropped, newest wins, as the server's pending table does). A waiting
+    /// frame enters when a frame in the pipeline is answered, its delay
+    /// counted from its arrival.
+    InFlight(usize),
+    /// Every frame enters at its arrival however far behind the pipeline is:
+    /// the paper's no-drop mode ([`crate::sim::SimConfig::no_drop`]).
+    QueueAll,
+}
+
+/// Knobs of deadline admission.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeadlineAdmission {
+    /// Every t_e is taken at the live estimates' mean + this many standard
+    /// deviations (without adaptation there is no spread: the profile's t_e).
+    pub tail_z: f64,
+    /// The deadline from a frame's arrival, ms (`None`: two frame periods).
+    pub deadline_ms: Option<f64>,
+}
 
 /// The earliest a frame with `scene[i]` requests of every model i (roots
 /// included when they still have to run) can be answered, ms after `now`,
@@ -40,7 +71,8 @@ pub fn reachable(
 
 /// Real-time dropping's first stage, at a frame's arrival: whether its
 /// detector could not start within `limit_ms` of `now` on any unit that
-/// runs it (the unit's queued work, plus the work `placer` holds, plus the
+/// runs it (the unit's queued work, plus `held_ms` of work placed requests
+/// still wait for ([`crate::late_binding::Placer::held_work_ms`]), plus the
 /// detector's load there when it is not resident). Such a frame is dropped
 /// before it costs any work. A load counts only while some unit holds the
 /// detector: when none does, a load is the only way to answer any frame,
@@ -51,11 +83,10 @@ pub fn reachable(
 pub fn detector_behind(
     system: &System,
     cluster: &Cluster,
-    placer: &Placer,
+    held_ms: f64,
     now: f64,
     limit_ms: f64,
 ) -> bool {
-    let held = placer.held_work_ms(system);
     system.roots().all(|i| {
         let resident_somewhere = system.supporting(i).any(|j| cluster.is_resident(i, j));
         system.supporting(i).all(|j| {
@@ -64,7 +95,7 @@ pub fn detector_behind(
             } else {
                 system.load_ms(i, j)
             };
-            cluster.rem_ms(j, now) + held + load > limit_ms
+            cluster.rem_ms(j, now) + held_ms + load > limit_ms
         })
     })
 }
@@ -72,8 +103,9 @@ pub fn detector_behind(
 /// Real-time dropping's second stage, once a frame's detector ran and
 /// before any of its objects starts: whether the frame, `waited_ms` after
 /// its arrival, finds some unit's queued work
-/// ([`Cluster::queued_work_ms`]), plus the work `placer` still holds
-/// ([`Placer::held_work_ms`]), over what is left of `limit_ms`. Such a
+/// ([`Cluster::queued_work_ms`]), plus `held_ms` of held work
+/// ([`crate::late_binding::Placer::held_work_ms`]), over what is left of
+/// `limit_ms`. Such a
 /// frame is dropped with its detections instead of making the frames
 /// already in the pipeline late. The age counts: a frame that waited for
 /// its detector has that much less slack. The rest a utilisation cap adds
@@ -82,15 +114,14 @@ pub fn detector_behind(
 pub fn behind_at_fan_out(
     system: &System,
     cluster: &Cluster,
-    placer: &Placer,
+    held_ms: f64,
     now: f64,
     waited_ms: f64,
     limit_ms: f64,
 ) -> bool {
-    let held = placer.held_work_ms(system);
     system
         .proc_ids()
-        .any(|j| cluster.queued_work_ms(j, now) + held > limit_ms - waited_ms)
+        .any(|j| cluster.queued_work_ms(j, now) + held_ms > limit_ms - waited_ms)
 }
 
 /// Deadline admission as the simulator and the daemon run it: the tail

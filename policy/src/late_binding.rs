@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::{idle_taker, Cluster, ModelId, Placement, ProcId, System};
 
 /// Requests of one model for one frame waiting to be placed.

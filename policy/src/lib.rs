@@ -13,7 +13,10 @@
 //! - [`plan`]: global plans a(i,j), b_k(i,j), the [`GlobalPolicy`] trait and [`repair`];
 //!   [`epoch`]: the scenes a step expects over the next epoch, which a policy that plans
 //!   for the stream takes ([`GlobalPolicy::plan_epoch`]);
-//! - [`schedulers`]: camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
+//! - [`flow`]: the frame flow, one state machine from a frame's arrival to its answer, driven
+//!   by the simulator and the daemon alike; [`admission`]: how frames enter it;
+//! - [`scheduler`]: the one interface every online scheduler implements; [`schedulers`]:
+//!   camdnn's local dispatcher and the baselines (HEFT, CQ, static, LTF);
 //! - [`features`] / [`mlp`]: the learned global policy (ONNX MLP, features, decoding);
 //! - [`heft_dag`]: classic HEFT on a task graph (Static-DIST, golden test);
 //! - [`sim`]: the discrete-event simulator, its traces and its measures;
@@ -54,6 +57,7 @@ pub mod retry;
 pub mod reuse;
 pub mod rng;
 pub mod scene;
+pub mod scheduler;
 pub mod schedulers;
 pub mod sim;
 pub mod spec;

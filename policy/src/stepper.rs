@@ -49,7 +49,7 @@
 //!   still step on the timer alone); the daemon, a frame with a deadline.
 
 use crate::adapt::{Adapt, AdaptConfig, Trigger};
-use crate::schedulers::{EpochJob, EpochOutcome, Scheduler};
+use crate::scheduler::{EpochJob, EpochOutcome, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// The least time from the last global step to one a dropped frame brings
@@ -372,7 +372,7 @@ mod tests {
     use super::*;
     use crate::drift::SceneShiftConfig;
     use crate::estimate::tests::board;
-    use crate::schedulers::Batching;
+    use crate::scheduler::Batching;
 
     /// Records every global step it is asked for: (now, scene, frames, the
     /// GPU's t_e of model a at batch 1 in the view it planned with).

@@ -156,7 +156,7 @@ fn without_throttles_or_adaptation_the_simulator_is_unchanged() {
 /// there.
 #[test]
 fn deadline_admission_turns_late_frames_into_early_drops() {
-    use camdnn_policy::sim::DeadlineAdmission;
+    use camdnn_policy::admission::DeadlineAdmission;
     let system = System::from_toml(RB5).expect("rb5 is valid");
     let deadline = 80.0;
     for name in ["camdnn-local", "camdnn-local-eft", "camdnn-greedy"] {

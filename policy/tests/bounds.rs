@@ -153,7 +153,7 @@ fn frames_dropped_at_admission_are_no_throughput() {
     // The rate bound's overload run queues every frame (the no-drop mode),
     // whatever the configuration's deadline admission: a scheduler cannot
     // reach above the sustainable rate by dropping frames it was offered.
-    use camdnn_policy::sim::DeadlineAdmission;
+    use camdnn_policy::admission::DeadlineAdmission;
     let system = System::from_toml(RB5).unwrap();
     let trace = Trace::random(3, 3, 6, 20, 14);
     let cfg = SimConfig {

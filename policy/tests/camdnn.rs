@@ -4,15 +4,13 @@
 //! plan's split, adoption evicts only to make room, and start-up fills
 //! free slots within N_j.
 
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::mlp::MlpPolicy;
-use camdnn_policy::schedulers::{
-    self, fastest_hosts, fill_free_slots, keep_idle_residents, Camdnn, GreedyPlanner, Mode,
-    Scheduler,
-};
-use camdnn_policy::sim::{
-    default_deadline_ms, full_scene, simulate, FrameAdmission, SimConfig, Trace,
-};
+use camdnn_policy::plan::{fastest_hosts, fill_free_slots};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{self, keep_idle_residents, Camdnn, GreedyPlanner, Mode};
+use camdnn_policy::sim::{default_deadline_ms, full_scene, simulate, SimConfig, Trace};
 use camdnn_policy::suite::headline;
 use camdnn_policy::{Cluster, HostRule, Plan, PlanInput, System};
 

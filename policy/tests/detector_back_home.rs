@@ -8,7 +8,8 @@
 //! camdnn-local's 0.978 (docs/decisions.md).
 
 use camdnn_policy::dispatch::strands_a_classifier;
-use camdnn_policy::schedulers::{detector_home, LocalDispatcher, Scheduler};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{detector_home, LocalDispatcher};
 use camdnn_policy::{Cluster, HostRule, ModelId, Plan, PlanInput, ProcId, System};
 
 /// gen-3181's board: a CPU with two slots, a GPU with one, a detector the

@@ -3,7 +3,8 @@
 //! (MTCNN's pyramid) spreads them over both units instead of queueing every
 //! item on one while the other idles.
 
-use camdnn_policy::schedulers::{self, fastest_hosts, fill_free_slots};
+use camdnn_policy::plan::{fastest_hosts, fill_free_slots};
+use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::System;
 

@@ -6,7 +6,6 @@
 //! at all, their units idle (docs/decisions.md).
 
 use camdnn_policy::admission::detector_behind;
-use camdnn_policy::late_binding::Placer;
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{simulate, SimConfig, Trace};
 use camdnn_policy::{Cluster, System};
@@ -41,13 +40,14 @@ fn a_detector_load_counts_against_a_frame_only_while_a_unit_holds_the_detector()
     let system = two_slots_four_models();
     let det = system.model_by_name("detector").unwrap();
     let cpu = system.proc_by_name("cpu").unwrap();
-    let placer = Placer::new(None);
+    // No placed requests wait: no held work counts.
+    let held_ms = 0.0;
     let period = 1000.0 / 14.0;
 
     // Nothing resident, both units idle: the 500 ms load is the only way
     // to answer a frame, so the frame is not behind.
     let mut cluster = Cluster::new(&system);
-    assert!(!detector_behind(&system, &cluster, &placer, 0.0, period));
+    assert!(!detector_behind(&system, &cluster, held_ms, 0.0, period));
 
     // The detector on the CPU behind 100 ms of work, the GPU idle: the GPU
     // would need the load, the CPU its queue; both are over a period.
@@ -55,12 +55,12 @@ fn a_detector_load_counts_against_a_frame_only_while_a_unit_holds_the_detector()
     cluster.run(&system, 0.0, det, cpu, 1);
     let now = 500.0 + 5.0 - 100.0;
     assert!((cluster.rem_ms(cpu, now) - 100.0).abs() < 1e-9);
-    assert!(detector_behind(&system, &cluster, &placer, now, period));
+    assert!(detector_behind(&system, &cluster, held_ms, now, period));
     // Within a period of the CPU's queue it is not.
     assert!(!detector_behind(
         &system,
         &cluster,
-        &placer,
+        held_ms,
         now + 40.0,
         period
     ));

@@ -2,7 +2,7 @@
 //! while it hangs go to a processor that is not stuck.
 
 use camdnn_policy::flow::{Effect, Event, FlowConfig, FrameFlow, FrameId, FrameIn, Request};
-use camdnn_policy::{schedulers, Cluster, ModelId, Plan, ProcId, System};
+use camdnn_policy::{scheduler, schedulers, Cluster, ModelId, Plan, ProcId, System};
 
 /// A detector on a GPU (10 ms) and a CPU (20 ms), resident on both.
 const BOARD: &str = r#"
@@ -35,7 +35,7 @@ const CPU: ProcId = ProcId(0);
 const GPU: ProcId = ProcId(1);
 const DETECTOR: ModelId = ModelId(0);
 
-type Flow = FrameFlow<Box<dyn schedulers::Scheduler + Send>>;
+type Flow = FrameFlow<Box<dyn scheduler::Scheduler + Send>>;
 
 fn flow() -> Flow {
     let system = System::from_toml(BOARD).unwrap();

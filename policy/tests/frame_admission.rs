@@ -9,8 +9,9 @@
 //! whose detector takes 150 ms, and on a detector unit beside a classifier
 //! unit, frames every 1000/14 ms.
 
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::schedulers;
-use camdnn_policy::sim::{simulate, FrameAdmission, SimConfig, SimError, Trace};
+use camdnn_policy::sim::{simulate, SimConfig, SimError, Trace};
 use camdnn_policy::System;
 
 mod common;

@@ -110,7 +110,7 @@ proptest! {
     ) {
         let rule = if eft { HostRule::FinishTime } else { HostRule::PerRequest };
         let mut cluster = Cluster::new(&system);
-        cluster.preload(&system, &schedulers::fastest_hosts(&system));
+        cluster.preload(&system, &camdnn_policy::plan::fastest_hosts(&system));
         let mut now = 0.0;
         let classifiers: Vec<ModelId> = system.request_models().collect();
         for (m, requests, dt) in groups {

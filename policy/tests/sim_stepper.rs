@@ -4,7 +4,8 @@
 //! camera's rate and the epoch alone.
 
 use camdnn_policy::adapt::AdaptConfig;
-use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Mode, Recording, Scheduler};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Mode, Recording};
 use camdnn_policy::sim::{simulate, SimConfig, SimReport, Throttle, Trace};
 use camdnn_policy::{HostRule, System};
 

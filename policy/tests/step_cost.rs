@@ -3,9 +3,9 @@
 //! applies that much later, and the dispatcher goes on meanwhile. Checked by
 //! hand: frames every 1000/14 ms, steps every 530 ms.
 
-use camdnn_policy::schedulers::{
-    Batching, Camdnn, EpochJob, EpochOutcome, GreedyPlanner, Scheduler,
-};
+use camdnn_policy::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
+
+use camdnn_policy::schedulers::{Camdnn, GreedyPlanner};
 use camdnn_policy::sim::{simulate, SimConfig, SimError, SimReport, Trace};
 use camdnn_policy::{Cluster, ModelId, ProcId, System};
 

@@ -3,7 +3,7 @@
 //! window, against the best fixed schedule for the board as it runs then.
 
 use anyhow::{bail, Context};
-use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::scheduler::Scheduler;
 use camdnn_policy::sim::{
     simulate, throttled_board, windowed_goodput, SimConfig, SimReport, Throttle, Trace,
 };

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use camdnn_policy::adapt::AdaptConfig;
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::gen::{heavy_count, Shape};
 use camdnn_policy::mlp::learned::Learned;
-use camdnn_policy::schedulers::{self, Camdnn, Scheduler, BASELINES};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{self, Camdnn, BASELINES};
 use camdnn_policy::sim::{
-    fmt_delay, rate_bound, simulate, Accounting, FrameAdmission, RateBound, SimConfig, SimReport,
-    Trace, OVERLOAD,
+    fmt_delay, rate_bound, simulate, Accounting, RateBound, SimConfig, SimReport, Trace, OVERLOAD,
 };
 use camdnn_policy::System;
 
@@ -226,7 +227,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ..AdaptConfig::default()
         }),
         deadline_admission: args.deadline_admission.map(|tail_z| {
-            camdnn_policy::sim::DeadlineAdmission {
+            camdnn_policy::admission::DeadlineAdmission {
                 tail_z,
                 deadline_ms: args.deadline_ms,
             }

@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::gen::{self, Shape};
-use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Scheduler, Tuning, BASELINES};
-use camdnn_policy::sim::{FrameAdmission, SimConfig};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{self, Camdnn, GreedyPlanner, Tuning, BASELINES};
+use camdnn_policy::sim::SimConfig;
 use camdnn_policy::suite::ablation::ablation_text;
 use camdnn_policy::suite::report::{
     case_line, run_suite, summary, SuiteBoard, CAMDNN, CAMDNN_GREEDY, TIE,

@@ -14,7 +14,7 @@ use camdnn_policy::flow::{
     BatchId, Effect, Event as FlowEvent, FrameFlow, FrameId, FrameIn, Request, Run,
 };
 use camdnn_policy::reuse::Tracked;
-use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::scheduler::Scheduler;
 use camdnn_policy::stepper::StartedStep;
 use camdnn_policy::{ModelId, ProcId};
 use camdnn_protocol::{ClassRef, Frame, RejectReason};

@@ -11,9 +11,10 @@ use camdnn_engine::{
     DType, Dim, Engine, EngineKind, OrtEngine, SimEngine, SimModelSpec, Tensor, TensorInfo,
     TractEngine, Worker,
 };
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::mlp::learned::Learned;
-use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner, Scheduler};
-use camdnn_policy::sim::FrameAdmission;
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::{by_name, Camdnn, GreedyPlanner};
 use camdnn_policy::{Cluster, System};
 use camdnn_vision::Layout;
 

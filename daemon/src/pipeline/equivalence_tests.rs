@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use camdnn_engine::{BatchMode, Command, EngineError, RunReport, Tensor};
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::flow::Decision;
-use camdnn_policy::schedulers::{by_name, Scheduler};
-use camdnn_policy::sim::{
-    simulate_logged, Agenda, FrameAdmission, SceneObjects, SimConfig, Trace, Units,
-};
+use camdnn_policy::scheduler::Scheduler;
+use camdnn_policy::schedulers::by_name;
+use camdnn_policy::sim::{simulate_logged, Agenda, SceneObjects, SimConfig, Trace, Units};
 use camdnn_policy::{Cluster, System};
 use camdnn_protocol::{Frame, PixelFormat};
 use tokio::sync::oneshot;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use camdnn_engine::ModelSource;
 use camdnn_policy::flow::{Event as FlowEvent, FlowConfig, FrameFlow};
-use camdnn_policy::schedulers::Scheduler;
+use camdnn_policy::scheduler::Scheduler;
 use camdnn_policy::{Cluster, System};
 use camdnn_protocol::{DropReason, Frame};
 use tokio::sync::oneshot;

@@ -61,7 +61,13 @@ impl<S: SchedulerSlot> FrameFlow<S> {
             }
             None => {
                 let behind = behind_ms.is_some_and(|limit| {
-                    detector_behind(&self.view, &self.cluster, &self.placer, now, limit)
+                    detector_behind(
+                        &self.view,
+                        &self.cluster,
+                        self.placer.held_work_ms(&self.view),
+                        now,
+                        limit,
+                    )
                 });
                 if behind {
                     self.drop_frame(now, f.frame, DropCause::BehindAtEntry);
@@ -134,7 +140,14 @@ impl<S: SchedulerSlot> FrameFlow<S> {
         }
         if let Some(limit) = behind_ms {
             let waited = now - arrival;
-            if behind_at_fan_out(&self.view, &self.cluster, &self.placer, now, waited, limit) {
+            if behind_at_fan_out(
+                &self.view,
+                &self.cluster,
+                self.placer.held_work_ms(&self.view),
+                now,
+                waited,
+                limit,
+            ) {
                 self.drop_frame(now, frame, DropCause::BehindAtFanOut);
                 return;
             }
@@ -186,7 +199,7 @@ impl<S: SchedulerSlot> FrameFlow<S> {
             let level = self.view.models[m.0].level;
             f.announced[level] += n;
             f.open[level] += n;
-            if matches!(self.batching, crate::schedulers::Batching::SyncTimer { .. }) {
+            if matches!(self.batching, crate::scheduler::Batching::SyncTimer { .. }) {
                 self.batcher.expect(frame.0, m, n);
             }
         }

@@ -47,7 +47,7 @@ use crate::frame_period::FramePeriods;
 use crate::late_binding::Placer;
 use crate::retry::LoadRetries;
 use crate::scene::SceneEstimator;
-use crate::schedulers::{Batching, Scheduler};
+use crate::scheduler::{Batching, Scheduler};
 use crate::stepper::Stepper;
 use crate::{Cluster, FinishMark, ModelId, ProcId, System};
 

@@ -5,7 +5,7 @@
 use super::{BatchState, Decision, Effect, FrameFlow, FrameId, Request, Run, SchedulerSlot};
 use crate::batcher::{Flush, FlushReason};
 use crate::late_binding::Batch;
-use crate::schedulers::Batching;
+use crate::scheduler::Batching;
 use crate::{ModelId, Placement, ProcId};
 
 impl<S: SchedulerSlot> FrameFlow<S> {

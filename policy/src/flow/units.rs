@@ -64,7 +64,7 @@ impl<S: SchedulerSlot> FrameFlow<S> {
                 return; // dropped at fan-out
             }
         }
-        if self.batching == crate::schedulers::Batching::WholeFrame {
+        if self.batching == crate::scheduler::Batching::WholeFrame {
             self.place_whole_levels(now, b.frame);
         }
         self.maybe_complete(now, b.frame);

@@ -2,7 +2,9 @@
 //! that is idle; when none is, to the first to become idle. No batching, no
 //! load awareness.
 
-use super::{cheapest_host, Batching, Scheduler};
+use super::cheapest_host;
+
+use crate::scheduler::{Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Fastest idle unit.

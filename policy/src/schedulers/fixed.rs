@@ -2,8 +2,8 @@
 //! whatever the scene. Requests are batched with the sync timer at the
 //! model's preferred sizes, so the comparison isolates the mapping.
 
-use super::{Batching, Scheduler};
 use crate::heft_dag::TaskGraph;
+use crate::scheduler::{Batching, Scheduler};
 use crate::spec::ProcessorKind;
 use crate::{preferred_fitting, Cluster, ModelId, Plan, ProcId, System};
 

@@ -2,7 +2,9 @@
 //! processor with the earliest finish time; no batching, and model load
 //! times are ignored when choosing (they are still paid).
 
-use super::{cheapest_host, Batching, Scheduler};
+use super::cheapest_host;
+
+use crate::scheduler::{Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Earliest-finish-time, unbatched, load-unaware.

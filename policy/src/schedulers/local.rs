@@ -1,7 +1,7 @@
 //! camdnn's local dispatcher (Algorithm 1) as an online scheduler: sync-timer
 //! batching and the greedy host rule, with no global step.
 
-use super::{Batching, Scheduler};
+use crate::scheduler::{Batching, Scheduler};
 use crate::{choose_host, Cluster, HostRule, ModelId, ProcId, System};
 
 /// Algorithm 1 alone.

@@ -3,7 +3,9 @@
 //! each request goes to the processor that finishes it earliest, loads
 //! included. No batching.
 
-use super::{cheapest_host, Batching, Scheduler};
+use super::cheapest_host;
+
+use crate::scheduler::{Batching, Scheduler};
 use crate::{Cluster, ModelId, ProcId, System};
 
 /// Longest task first, earliest finish.

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Batching, EpochJob, EpochOutcome, Scheduler};
-use crate::sim::FrameAdmission;
+use crate::admission::FrameAdmission;
+use crate::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
 use crate::{Cluster, ModelId, Plan, ProcId, System};
 
 /// The global steps recorded: (now, ms; frames the step was given).

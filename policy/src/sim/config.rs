@@ -1,6 +1,7 @@
 //! The simulator's knobs: what the camera, the board and the admission rule are.
 
 use crate::adapt::AdaptConfig;
+use crate::admission::{DeadlineAdmission, FrameAdmission};
 use crate::flow::{Behind, FlowConfig};
 
 use super::{default_deadline_ms, SimError, Throttle};
@@ -55,38 +56,6 @@ pub struct SimConfig {
     /// as on the daemon's step thread (0: applied at once; the daemon
     /// reports its steps' time as `camdnn_global_step_seconds`).
     pub step_cost_ms: f64,
-}
-
-/// How camera frames enter the pipeline: the daemon's admission rules.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum FrameAdmission {
-    /// Real-time dropping, the daemon's `pipeline.drop_behind_ms`, ms
-    /// (`None`: one frame period): a frame whose detector could not start
-    /// within this long is dropped at its arrival
-    /// ([`crate::admission::detector_behind`]); one whose detector ran is
-    /// dropped before its objects start when the pipeline is further behind
-    /// than this less the frame's age ([`crate::admission::behind_at_fan_out`]).
-    Behind(Option<f64>),
-    /// The daemon's `pipeline.max_in_flight` alone (no `drop_behind_ms`):
-    /// at most this many frames are in the pipeline; a frame arriving while
-    /// it is full waits, and a newer frame supersedes it (the older one is
-    /// dropped, newest wins, as the server's pending table does). A waiting
-    /// frame enters when a frame in the pipeline is answered, its delay
-    /// counted from its arrival.
-    InFlight(usize),
-    /// Every frame enters at its arrival however far behind the pipeline is:
-    /// the paper's no-drop mode ([`SimConfig::no_drop`]).
-    QueueAll,
-}
-
-/// Knobs of deadline admission.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DeadlineAdmission {
-    /// Every t_e is taken at the live estimates' mean + this many standard
-    /// deviations (without adaptation there is no spread: the profile's t_e).
-    pub tail_z: f64,
-    /// The deadline from a frame's arrival, ms (`None`: two frame periods).
-    pub deadline_ms: Option<f64>,
 }
 
 impl Default for SimConfig {

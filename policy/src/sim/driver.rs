@@ -7,12 +7,13 @@ use std::collections::VecDeque;
 
 use super::agenda::Agenda;
 use super::physics::{crop_waves, root_requests, SceneObjects, Span, Units};
-use super::{frame_scene, FrameAdmission, FrameOutcome, SimConfig, SimError, SimReport};
+use super::{frame_scene, FrameOutcome, SimConfig, SimError, SimReport};
+use crate::admission::FrameAdmission;
 use crate::bound::frame_bound;
 use crate::flow::{
     BatchOutcome, Decision, DropCause, Effect, Event, FrameFlow, FrameId, FrameIn, Run,
 };
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::{Cluster, System};
 
 /// What the agenda holds.

@@ -18,7 +18,7 @@ mod throttle;
 mod trace;
 
 pub use agenda::Agenda;
-pub use config::{DeadlineAdmission, FrameAdmission, SimConfig};
+pub use config::SimConfig;
 pub use driver::frame_scenes;
 pub use measure::{default_deadline_ms, fmt_delay, Accounting, BoundRatio, OfferedDelay};
 pub use physics::{SceneObjects, Span, Units};
@@ -28,7 +28,7 @@ pub use throttle::{throttled_board, windowed_goodput, Throttle};
 pub use trace::{frame_scene, full_scene, Segment, Trace};
 
 use crate::flow::Decision;
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::{Cluster, System};
 
 /// Runs `scheduler` over `trace` on `system`.

@@ -9,7 +9,7 @@
 
 use super::{frame_scene, simulate, SimConfig, SimError, Trace};
 use crate::bound::sustainable_fps;
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::System;
 
 /// How much faster than the bound frames are offered in the overload run.

@@ -7,7 +7,7 @@ pub mod ceiling;
 pub mod report;
 
 use crate::bound::frame_bound_within_slots;
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::sim::{
     default_deadline_ms, frame_scene, simulate, Accounting, SimConfig, SimError, SimReport, Trace,
 };

@@ -13,7 +13,7 @@ use super::{
     FLOOR_RATIO,
 };
 use crate::gen::{heavy_count, Shape};
-use crate::schedulers::Scheduler;
+use crate::scheduler::Scheduler;
 use crate::sim::{fmt_delay, SimConfig, SimError, Trace};
 use crate::System;
 

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
+use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::schedulers;
 use camdnn_policy::sim::{
-    default_deadline_ms, fmt_delay, simulate, Accounting, FrameAdmission, SimConfig, SimReport,
-    Trace,
+    default_deadline_ms, fmt_delay, simulate, Accounting, SimConfig, SimReport, Trace,
 };
 use camdnn_policy::stats::Summary;
 use camdnn_policy::System;

@@ -3,7 +3,8 @@
 
 use super::residency::stay_split;
 use crate::mlp::search::Search;
-use crate::schedulers::{Batching, Fixed, LocalDispatcher, Scheduler};
+use crate::scheduler::{Batching, Scheduler};
+use crate::schedulers::{Fixed, LocalDispatcher};
 use crate::{choose_host, Cluster, Detector, HostRule, ModelId, Plan, PlanInput, ProcId, System};
 
 /// How the dispatcher places requests between two global steps.
@@ -196,10 +197,10 @@ impl Scheduler for Follow {
     fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
         match (self.mode, &self.fixed) {
             (Mode::Local(_), _) => {
-                return crate::schedulers::best_resident_batch(system, cluster, i)
+                return crate::scheduler::best_resident_batch(system, cluster, i)
             }
             (Mode::Static, Some(fixed)) => return fixed.batch_target(system, cluster, i),
-            (Mode::Queue, _) => return crate::schedulers::best_resident_batch(system, cluster, i),
+            (Mode::Queue, _) => return crate::scheduler::best_resident_batch(system, cluster, i),
             _ => {}
         }
         let np = system.num_processors();
@@ -211,7 +212,7 @@ impl Scheduler for Follow {
                 (q > 0).then(|| crate::preferred_fitting(system, i, j, q))
             })
             .max()
-            .unwrap_or_else(|| crate::schedulers::best_resident_batch(system, cluster, i))
+            .unwrap_or_else(|| crate::scheduler::best_resident_batch(system, cluster, i))
     }
 
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {

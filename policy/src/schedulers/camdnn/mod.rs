@@ -31,8 +31,9 @@ pub use tuning::Tuning;
 use follow::Follow;
 use planner::{Planner, StepChoice, StepInput};
 
-use super::{Batching, EpochJob, EpochOutcome, Scheduler};
-use crate::sim::FrameAdmission;
+use crate::admission::FrameAdmission;
+use crate::plan::{fastest_hosts, fill_free_slots, start_plan};
+use crate::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
 use crate::{Cluster, GlobalPolicy, HostRule, ModelId, Plan, ProcId, System};
 
 /// Local dispatcher plus a [`GlobalPolicy`] every epoch.
@@ -172,12 +173,12 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         self.follow.plan_residency.clear();
         if let (Mode::Plan, Some(planner)) = (self.start, &mut self.planner) {
             let global = &mut planner.global;
-            let plan = super::start_plan(system, |input| global.plan(system, input));
+            let plan = start_plan(system, |input| global.plan(system, input));
             self.follow.plan = Some(plan.clone());
-            return super::fill_free_slots(system, &plan);
+            return fill_free_slots(system, &plan);
         }
         self.follow.plan = None;
-        super::fill_free_slots(system, &super::fastest_hosts(system))
+        fill_free_slots(system, &fastest_hosts(system))
     }
 
     /// The step replays its choices under the pipeline's admission, except

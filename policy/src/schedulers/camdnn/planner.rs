@@ -9,10 +9,11 @@ use super::residency::{
     beats, detector_home, keep_idle_residents, stay_split, stream_residency_with,
 };
 use super::tuning::Tuning;
+use crate::admission::FrameAdmission;
 use crate::epoch::EpochScenes;
 use crate::mlp::search::Search;
 use crate::schedulers::Fixed;
-use crate::sim::{default_deadline_ms, FrameAdmission};
+use crate::sim::default_deadline_ms;
 use crate::{repair, Cluster, Detector, GlobalPolicy, HostRule, Plan, PlanInput, System};
 
 /// The global step's own state, moved into the job that computes a step
@@ -300,7 +301,7 @@ impl<G: GlobalPolicy> Planner<G> {
         let home = keep_idle_residents(
             system,
             input,
-            &crate::schedulers::fill_free_slots(system, &crate::schedulers::fastest_hosts(system)),
+            &crate::plan::fill_free_slots(system, &crate::plan::fastest_hosts(system)),
         );
         // The stream residency is for the mean scene the replays are run
         // on (the past window and the latest scene held): the latest scene

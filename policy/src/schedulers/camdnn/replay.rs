@@ -3,7 +3,8 @@
 
 use super::follow::Follow;
 use super::tuning::Tuning;
-use crate::sim::{default_deadline_ms, simulate_from, FrameAdmission, Segment, SimConfig, Trace};
+use crate::admission::FrameAdmission;
+use crate::sim::{default_deadline_ms, simulate_from, Segment, SimConfig, Trace};
 use crate::{Cluster, System};
 
 /// How a choice did on the replayed frames: frames on time (more is

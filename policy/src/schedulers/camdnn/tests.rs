@@ -4,7 +4,8 @@ use super::record::TrackRecord;
 use super::replay::Score;
 use super::tuning::Tuning;
 use super::Camdnn;
-use crate::schedulers::{Fixed, GreedyPlanner, Scheduler};
+use crate::scheduler::Scheduler;
+use crate::schedulers::{Fixed, GreedyPlanner};
 use crate::{Cluster, ModelId, Plan, ProcId, System};
 
 /// The frames each epoch keeps for the replays after `epochs` epochs of
