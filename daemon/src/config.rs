@@ -8,7 +8,8 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::pipeline::config::PipelineConfig;
-use crate::server::config::{LogConfig, MetricsConfig, ServerConfig};
+use crate::server::config::{LogConfig, ServerConfig};
+use crate::telemetry::MetricsConfig;
 
 /// The whole daemon configuration (`/etc/camdnn/camdnnd.toml`).
 #[derive(Debug, Clone, Deserialize)]

@@ -7,3 +7,4 @@ pub mod cmd;
 pub mod config;
 pub mod pipeline;
 pub mod server;
+pub mod telemetry;

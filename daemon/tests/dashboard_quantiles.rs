@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use camdnn_daemon::server::metrics::COUNT_BUCKETS;
+use camdnn_daemon::telemetry::COUNT_BUCKETS;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

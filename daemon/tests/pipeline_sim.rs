@@ -390,7 +390,7 @@ fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
 /// that installs the metrics recorder.
 #[test]
 fn a_frame_that_cannot_make_its_deadline_is_dropped_at_admission() {
-    let prom = camdnn_daemon::server::metrics::install(&Default::default(), "test").unwrap();
+    let prom = camdnn_daemon::telemetry::install(&Default::default(), "test").unwrap();
     let mut cfg = config();
     cfg.pipeline.deadline_admission = Some(0.0);
     let built = pipeline::start(&cfg).unwrap();

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
-use camdnn_daemon::server::config::{MetricsConfig, ServerConfig};
-use camdnn_daemon::server::metrics::{self, Exporter};
+use camdnn_daemon::server::config::ServerConfig;
+use camdnn_daemon::telemetry::MetricsConfig;
+use camdnn_daemon::telemetry::{self, Exporter};
 use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::reuse::ReuseConfig;
 use camdnn_policy::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
@@ -33,7 +34,7 @@ const SIDE: (u32, u32) = (64, 48);
 /// The process-wide exporter; the tests take turns, since its counters are shared.
 fn exporter() -> &'static Exporter {
     static E: OnceLock<Exporter> = OnceLock::new();
-    E.get_or_init(|| metrics::install(&MetricsConfig::default(), "test").expect("recorder"))
+    E.get_or_init(|| telemetry::install(&MetricsConfig::default(), "test").expect("recorder"))
 }
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {

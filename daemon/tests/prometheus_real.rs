@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use camdnn_daemon::server::metrics::{drop_label, FAMILIES};
+use camdnn_daemon::telemetry::{drop_label, FAMILIES};
 use camdnn_protocol::{
     BBox, ClassRef, Client, DropReason, Frame, PixelFormat, ServerMessage, UpstreamDetection,
 };
@@ -341,7 +341,7 @@ fn live_metrics_pass_promtool_and_every_family_is_there_from_start_up() {
     for (name, kind) in &families {
         assert!(
             body.contains(&format!("# HELP {name} ")),
-            "{name} has no HELP: describe it in server::metrics::FAMILIES"
+            "{name} has no HELP: describe it in telemetry::FAMILIES"
         );
         assert_ne!(
             kind, "summary",

@@ -61,7 +61,7 @@ impl Tally {
             ServerMessage::Dropped(d) => {
                 *self
                     .dropped
-                    .entry(camdnn_daemon::server::metrics::drop_label(d.reason))
+                    .entry(camdnn_daemon::telemetry::drop_label(d.reason))
                     .or_default() += 1
             }
             other => panic!("unexpected answer {other:?}"),
@@ -80,7 +80,7 @@ fn assert_counters(d: &Daemon, sent: u64, t: &Tally) {
         t.results as f64
     );
     for r in DropReason::ALL {
-        let label = camdnn_daemon::server::metrics::drop_label(r);
+        let label = camdnn_daemon::telemetry::drop_label(r);
         assert_eq!(
             d.metric(&format!(
                 "camdnn_frames_dropped_total{{reason=\"{label}\"}}"
@@ -423,7 +423,7 @@ fn tally_lines(lines: &[serde_json::Value], tally: &mut Tally, ok_objects: impl 
                 let r = v["reason"].as_str().expect("reason");
                 let label = DropReason::ALL
                     .into_iter()
-                    .map(camdnn_daemon::server::metrics::drop_label)
+                    .map(camdnn_daemon::telemetry::drop_label)
                     .find(|l| *l == r)
                     .expect("known reason");
                 *tally.dropped.entry(label).or_default() += 1;

@@ -7,8 +7,9 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use camdnn_daemon::server::config::MetricsConfig;
-use camdnn_daemon::server::{http, metrics};
+use camdnn_daemon::server::http;
+use camdnn_daemon::telemetry;
+use camdnn_daemon::telemetry::MetricsConfig;
 
 /// GET `path`: the status.
 fn get(addr: &str, path: &str) -> u16 {
@@ -26,7 +27,7 @@ fn get(addr: &str, path: &str) -> u16 {
 #[test]
 fn health_and_metrics_answer_while_100_connections_sit_idle() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let exporter = metrics::install(&MetricsConfig::default(), "test").expect("recorder");
+    let exporter = telemetry::install(&MetricsConfig::default(), "test").expect("recorder");
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();

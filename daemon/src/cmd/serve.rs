@@ -19,7 +19,8 @@ use signal_hook_tokio::Signals;
 use crate::config::DaemonConfig;
 use crate::pipeline::FrameProcessor;
 use crate::server::listener::Listener;
-use crate::server::{door, http, logging, metrics, systemd, Server, ServerHandle};
+use crate::server::{door, http, logging, systemd, Server, ServerHandle};
+use crate::telemetry;
 
 /// Options of `camdnnd serve`.
 #[derive(clap::Args, Debug)]
@@ -102,7 +103,7 @@ async fn serve(
         let config_name = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let recorder = metrics::install(&cfg.metrics, &config_name)
+        let recorder = telemetry::install(&cfg.metrics, &config_name)
             .context("installing the metrics recorder")?;
         register_pipeline_metrics(&cfg);
         let upkeep = recorder.clone();
@@ -197,7 +198,7 @@ async fn start_up(
 /// Makes the pipeline's per-model and per-processor series exist (at zero)
 /// for the config's models and processors.
 fn register_pipeline_metrics(cfg: &DaemonConfig) {
-    metrics::register_pipeline(
+    telemetry::register_pipeline(
         cfg.pipeline.models.iter().map(|m| m.name.as_str()),
         cfg.pipeline.processors.iter().map(|p| p.name.as_str()),
     );
@@ -212,7 +213,7 @@ async fn announce_ready(handle: ServerHandle) {
     while !handle.is_ready() {
         tick.tick().await;
     }
-    ::metrics::gauge!(metrics::READY).set(1.0);
+    ::metrics::gauge!(telemetry::READY).set(1.0);
     tracing::info!("ready");
     systemd::ready("serving");
     let mut was_ready = true;
@@ -223,8 +224,12 @@ async fn announce_ready(handle: ServerHandle) {
             return;
         }
         let readiness = handle.readiness();
-        ::metrics::gauge!(metrics::READY).set(if readiness.is_ok() { 1.0 } else { 0.0 });
-        ::metrics::gauge!(metrics::SCHEDULER_ALIVE).set(if handle.is_alive() { 1.0 } else { 0.0 });
+        ::metrics::gauge!(telemetry::READY).set(if readiness.is_ok() { 1.0 } else { 0.0 });
+        ::metrics::gauge!(telemetry::SCHEDULER_ALIVE).set(if handle.is_alive() {
+            1.0
+        } else {
+            0.0
+        });
         match (&readiness, was_ready) {
             (Err(reason), true) => tracing::warn!(%reason, "not ready"),
             (Ok(()), false) => tracing::info!("ready again"),
@@ -265,7 +270,7 @@ async fn handle_signals(
             _ => {
                 tracing::info!(signal = sig, "shutting down");
                 systemd::stopping();
-                ::metrics::gauge!(metrics::READY).set(0.0);
+                ::metrics::gauge!(telemetry::READY).set(0.0);
                 handle.shutdown();
             }
         }
@@ -293,12 +298,12 @@ fn spawn_reload(
                     tracing::warn!("{change} changed: takes effect at the next restart");
                 }
                 *running = in_effect(&running, &new);
-                ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "ok").increment(1);
+                ::metrics::counter!(telemetry::CONFIG_RELOADS, "result" => "ok").increment(1);
                 tracing::info!(config = %path.display(), "config reloaded");
                 systemd::ready("serving (config reloaded)");
             }
             Err(e) => {
-                ::metrics::counter!(metrics::CONFIG_RELOADS, "result" => "error").increment(1);
+                ::metrics::counter!(telemetry::CONFIG_RELOADS, "result" => "error").increment(1);
                 tracing::error!("config reload failed, keeping the old config: {e:#}");
                 systemd::ready("serving (last reload failed; old config kept)");
             }

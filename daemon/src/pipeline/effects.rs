@@ -14,7 +14,7 @@ use camdnn_protocol::DropReason;
 use super::actor::{Actor, BatchMeta, Event};
 use super::prep::{CropSpec, Job};
 use super::Outcome;
-use crate::server::metrics as names;
+use crate::telemetry as names;
 
 impl Actor {
     /// Carries out one of the flow's effects.

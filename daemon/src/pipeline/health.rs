@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use camdnn_engine::WorkerHandle;
 
-use crate::server::metrics as names;
+use crate::telemetry as names;
 
 /// Longest sleep of the scheduler thread's loop (it beats at least this often).
 pub const HEARTBEAT: Duration = Duration::from_millis(500);

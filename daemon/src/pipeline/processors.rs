@@ -12,7 +12,7 @@ use camdnn_policy::{ModelId, ProcId};
 use super::actor::Actor;
 use super::outputs::Reader;
 use super::prep::Prepared;
-use crate::server::metrics as names;
+use crate::telemetry as names;
 
 impl Actor {
     pub(super) fn prepared(&mut self, now: f64, p: Prepared) {

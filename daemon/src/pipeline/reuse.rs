@@ -33,7 +33,7 @@ use camdnn_vision::BBox;
 use super::frame_data::{FrameData, ObjectState};
 use super::outputs::take_result;
 use super::reuse_value::KeptResult;
-use crate::server::metrics as names;
+use crate::telemetry as names;
 
 /// A stream: its connection and its stream id.
 pub type StreamKey = (u64, u32);

@@ -1,7 +1,5 @@
 //! Config sections of the service shell: `[server]`, `[metrics]`, `[log]`.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -207,80 +205,6 @@ impl ServerConfig {
     }
 }
 
-/// `[metrics]`: the Prometheus exporter and the health endpoints, served on
-/// one HTTP listener (`/metrics`, `/health/live`, `/health/ready`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsConfig {
-    /// Serve metrics and health at all.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// Listen address; loopback by default so nothing is exposed off the board.
-    #[serde(default = "default_metrics_listen")]
-    pub listen: SocketAddr,
-    /// Constant labels put on every series, naming this board in a fleet
-    /// (e.g. `{ board = "rb5-07", site = "depot-3" }`): at most
-    /// [`MAX_FLEET_LABELS`], fixed for the process's life, so they add no
-    /// cardinality within one board.
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-}
-
-/// Most constant labels `[metrics] labels` may hold.
-pub const MAX_FLEET_LABELS: usize = 8;
-/// Longest value of a constant label, bytes.
-const MAX_LABEL_VALUE: usize = 128;
-
-impl MetricsConfig {
-    /// Checks the constant labels: few, valid Prometheus label names not
-    /// used by the daemon's own series, short non-empty values.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if self.labels.len() > MAX_FLEET_LABELS {
-            bail!(
-                "[metrics] labels has {} entries; at most {MAX_FLEET_LABELS} are allowed",
-                self.labels.len()
-            );
-        }
-        for (k, v) in &self.labels {
-            let valid_name = k
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !k.starts_with("__");
-            if !valid_name {
-                bail!("[metrics] labels: {k:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)");
-            }
-            if super::metrics::OWN_LABELS.contains(&k.as_str()) || k == "instance" || k == "job" {
-                bail!("[metrics] labels: {k:?} is a label the daemon or Prometheus sets itself");
-            }
-            if v.is_empty() || v.len() > MAX_LABEL_VALUE {
-                bail!(
-                    "[metrics] labels: the value of {k:?} must have 1 to {MAX_LABEL_VALUE} bytes"
-                );
-            }
-        }
-        Ok(())
-    }
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_metrics_listen() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 9464))
-}
-
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            listen: default_metrics_listen(),
-            labels: BTreeMap::new(),
-        }
-    }
-}
-
 /// `[log]`: logging (tracing to stderr, which journald captures).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -307,6 +231,7 @@ impl Default for LogConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::MetricsConfig;
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]

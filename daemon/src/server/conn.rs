@@ -21,8 +21,8 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use super::config::ServerConfig;
 use super::dispatch::{ConnShared, Dispatch, Phase, Reply};
 use super::door::Slot;
-use super::metrics;
 use crate::pipeline::Outcome;
+use crate::telemetry;
 
 /// When the server closes, how long a connection may stay quiet before its
 /// reader stops (frames already sent are still read and answered).
@@ -215,7 +215,7 @@ async fn read_loop(
                         last_message = Instant::now();
                         continue;
                     }
-                    ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => stage)
+                    ::metrics::counter!(telemetry::CONNECTION_TIMEOUTS, "stage" => stage)
                         .increment(1);
                     break Stop::Fatal(ErrorCode::Timeout, timeout_message(stage, cfg));
                 }
@@ -281,7 +281,7 @@ async fn read_loop(
     };
     if let Stop::Fatal(code, message) = stop {
         tracing::info!(conn = conn.id, ?code, "closing connection: {message}");
-        metrics::protocol_error(code);
+        telemetry::protocol_error(code);
         let _ = conn
             .tx
             .send(ServerMessage::Error(ServerError {
@@ -297,7 +297,7 @@ async fn read_loop(
 
 /// A frame whose framing was fine but whose body was not.
 async fn on_rejected(r: Rejected, conn: &Arc<ConnShared>) {
-    metrics::frame_received();
+    telemetry::frame_received();
     let reply = Reply {
         conn: Arc::clone(conn),
         stream_id: r.stream_id,
@@ -318,7 +318,7 @@ enum Check {
 }
 
 async fn on_frame(f: Frame, conn: &Arc<ConnShared>, cfg: &ServerConfig, dispatch: &Arc<Dispatch>) {
-    metrics::frame_received();
+    telemetry::frame_received();
     let received = Instant::now();
     let check = {
         let mut streams = conn.streams();
@@ -402,7 +402,8 @@ async fn write_answers(
                     "closing a connection whose client read nothing for {} ms",
                     write_timeout.as_millis()
                 );
-                ::metrics::counter!(metrics::CONNECTION_TIMEOUTS, "stage" => "write").increment(1);
+                ::metrics::counter!(telemetry::CONNECTION_TIMEOUTS, "stage" => "write")
+                    .increment(1);
                 open = false;
                 // Both directions: the reader sees the end and stops too.
                 let _ = socket2::SockRef::from(sink.get_ref().as_ref())
@@ -420,7 +421,7 @@ async fn write_answers(
 /// not reset the connection under unread bytes, and to answer in a version the
 /// client speaks), answers `Error` and closes.
 pub(crate) async fn refuse(stream: UnixStream, code: ErrorCode, message: String, wait: Duration) {
-    metrics::protocol_error(code);
+    telemetry::protocol_error(code);
     let mut framed = tokio_util::codec::Framed::new(stream, ServerCodec::new(1 << 16));
     let deadline = tokio::time::Instant::now() + wait;
     if let Ok(Some(Ok(Ok(ClientMessage::Hello(h))))) =

@@ -10,8 +10,8 @@ use camdnn_protocol::{DropReason, Dropped, Frame, Rejected, ServerMessage};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::admission::{Admission, Next, Offer, StreamKey, Waiting};
-use super::metrics;
 use crate::pipeline::{deadline_instant, FrameProcessor, Outcome};
+use crate::telemetry;
 
 /// While frames wait for room, the table is pumped at least this often.
 pub const ROOM_POLL: Duration = Duration::from_millis(50);
@@ -80,11 +80,11 @@ impl Reply {
                 r.seq = self.seq;
                 r.timing.total_us = u32::try_from(total.as_micros()).unwrap_or(u32::MAX);
                 let wait = admitted.map_or(Duration::ZERO, |a| a - self.received);
-                metrics::frame_completed(total, wait, &r.timing);
+                telemetry::frame_completed(total, wait, &r.timing);
                 ServerMessage::Result(r)
             }
             Outcome::Dropped(reason) => {
-                metrics::frame_dropped(reason);
+                telemetry::frame_dropped(reason);
                 ServerMessage::Dropped(Dropped {
                     stream_id: self.stream_id,
                     seq: self.seq,
@@ -92,7 +92,7 @@ impl Reply {
                 })
             }
             Outcome::Rejected(reason, message) => {
-                metrics::frame_rejected(reason);
+                telemetry::frame_rejected(reason);
                 ServerMessage::Rejected(Rejected {
                     stream_id: self.stream_id,
                     seq: self.seq,
@@ -302,8 +302,8 @@ impl Dispatch {
 
     fn publish_load(&self) {
         let (pending, in_flight) = self.load();
-        ::metrics::gauge!(metrics::PENDING).set(pending as f64);
-        ::metrics::gauge!(metrics::IN_FLIGHT).set(in_flight as f64);
+        ::metrics::gauge!(telemetry::PENDING).set(pending as f64);
+        ::metrics::gauge!(telemetry::IN_FLIGHT).set(in_flight as f64);
         if in_flight == 0 {
             self.idle.notify_waiters();
         }

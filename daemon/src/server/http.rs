@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::metrics::Exporter;
+use crate::telemetry::Exporter;
 
 /// Readiness as the HTTP listener sees it: `Err` says why not (the body of a 503).
 pub type ReadyFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;

@@ -15,7 +15,6 @@ pub mod http;
 pub mod listener;
 pub mod log_dedup;
 pub mod logging;
-pub mod metrics;
 pub mod systemd;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -31,6 +30,7 @@ use self::config::ServerConfig;
 use self::dispatch::{Dispatch, Phase};
 use self::door::{Door, DoorLimits, Entry, Peer};
 use crate::pipeline::FrameProcessor;
+use crate::telemetry;
 
 /// Extra time connection writers get after the drain limit to flush answers.
 const WRITE_GRACE: Duration = Duration::from_millis(500);
@@ -169,14 +169,14 @@ impl Server {
             let slot = match self.door.enter(id, peer_of(&stream)) {
                 Entry::Admitted { slot, evicted } => {
                     for v in evicted {
-                        ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "evicted")
+                        ::metrics::counter!(telemetry::CONNECTIONS_TOTAL, "result" => "evicted")
                             .increment(1);
                         tracing::debug!(conn = v.id, uid = v.peer.uid, pid = ?v.peer.pid, "evicted an idle connection to admit a new one");
                     }
                     slot
                 }
                 Entry::Refused(message) => {
-                    ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "refused")
+                    ::metrics::counter!(telemetry::CONNECTIONS_TOTAL, "result" => "refused")
                         .increment(1);
                     // Refusals in progress are bounded too: past as many again, close at once.
                     if refusing.load(Ordering::Relaxed) >= self.cfg.max_connections {
@@ -194,7 +194,7 @@ impl Server {
                     continue;
                 }
             };
-            ::metrics::counter!(metrics::CONNECTIONS_TOTAL, "result" => "accepted").increment(1);
+            ::metrics::counter!(telemetry::CONNECTIONS_TOTAL, "result" => "accepted").increment(1);
             let (cfg, dispatch, count, door) = (
                 Arc::clone(&self.cfg),
                 Arc::clone(&self.dispatch),
@@ -202,12 +202,12 @@ impl Server {
                 Arc::clone(&self.door),
             );
             count.fetch_add(1, Ordering::Relaxed);
-            ::metrics::gauge!(metrics::CONNECTIONS).increment(1.0);
+            ::metrics::gauge!(telemetry::CONNECTIONS).increment(1.0);
             tasks.spawn(async move {
                 conn::serve(id, stream, cfg, dispatch, Arc::clone(&slot)).await;
                 door.leave(&slot);
                 count.fetch_sub(1, Ordering::Relaxed);
-                ::metrics::gauge!(metrics::CONNECTIONS).decrement(1.0);
+                ::metrics::gauge!(telemetry::CONNECTIONS).decrement(1.0);
             });
         }
         drop(listener);

@@ -84,7 +84,7 @@ pub(super) struct Ctx<'c> {
     pub args: &'c Args,
     pub warm: &'c [BenchFrame],
     pub rt: &'c tokio::runtime::Runtime,
-    pub prom: &'c crate::server::metrics::Exporter,
+    pub prom: &'c crate::telemetry::Exporter,
 }
 
 impl<'a> Contender<'a> {

@@ -237,7 +237,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let stream = Stream::of(args, &cfg, &system)?;
     print_header(args, &cfg, &stream);
 
-    let prom = crate::server::metrics::install(&Default::default(), "bench")?;
+    let prom = crate::telemetry::install(&Default::default(), "bench")?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -8,7 +8,7 @@ use camdnn_policy::sim::Trace;
 use camdnn_policy::{ModelId, System};
 
 /// Every sample the metrics recorder holds, `name{labels}` -> value.
-pub(super) fn scrape(prom: &crate::server::metrics::Exporter) -> BTreeMap<String, f64> {
+pub(super) fn scrape(prom: &crate::telemetry::Exporter) -> BTreeMap<String, f64> {
     prom.render()
         .lines()
         .filter(|l| !l.starts_with('#'))

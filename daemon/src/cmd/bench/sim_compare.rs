@@ -18,7 +18,7 @@ use super::stream::{drive, Pace, Stream};
 use super::{Args, ClosedRun};
 use crate::config::DaemonConfig;
 use crate::pipeline;
-use crate::server::metrics::Exporter;
+use crate::telemetry::Exporter;
 
 /// One line of a run's accounting: on time / late / dropped of offered,
 /// goodput and the percentiles over all offered frames.

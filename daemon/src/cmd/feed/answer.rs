@@ -8,7 +8,7 @@ use camdnn_protocol::{ClassRef, ObjectResult, OutputValue, ServerMessage, Tensor
 use camdnn_vision::pose::KEYPOINT_NAMES;
 use serde_json::{json, Map, Value};
 
-use crate::server::metrics::{drop_label, error_label, reject_label};
+use crate::telemetry::{drop_label, error_label, reject_label};
 
 /// Keypoint confidence from which a keypoint counts as seen (MoveNet's and the Human library's
 /// threshold).

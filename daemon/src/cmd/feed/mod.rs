@@ -134,9 +134,7 @@ impl Tally {
     fn failures(&self) -> u64 {
         let failed = self
             .dropped
-            .get(crate::server::metrics::drop_label(
-                DropReason::ProcessingFailed,
-            ))
+            .get(crate::telemetry::drop_label(DropReason::ProcessingFailed))
             .copied()
             .unwrap_or(0);
         self.unreadable.len() as u64 + self.rejected.values().sum::<u64>() + failed
@@ -339,11 +337,11 @@ impl Sink<'_> {
                 }
             }
             ServerMessage::Dropped(d) => {
-                let reason = crate::server::metrics::drop_label(d.reason).to_owned();
+                let reason = crate::telemetry::drop_label(d.reason).to_owned();
                 *self.tally.dropped.entry(reason).or_default() += 1;
             }
             ServerMessage::Rejected(r) => {
-                let reason = crate::server::metrics::reject_label(r.reason).to_owned();
+                let reason = crate::telemetry::reject_label(r.reason).to_owned();
                 eprintln!(
                     "camdnnd feed: {label} was refused ({reason}): {}",
                     r.message
