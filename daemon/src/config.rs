@@ -23,12 +23,9 @@ pub struct DaemonConfig {
     /// Logging.
     #[serde(default)]
     pub log: LogConfig,
-    /// Processors, models, graph and scheduler.
+    /// Processors, models, graph and scheduler; its relative paths are
+    /// resolved against the file's folder, set by [`DaemonConfig::load`].
     pub pipeline: PipelineConfig,
-    /// Folder relative paths in the file are resolved against (the file's own
-    /// folder); set by [`DaemonConfig::load`], not read from the file.
-    #[serde(skip)]
-    pub base_dir: PathBuf,
 }
 
 impl DaemonConfig {
@@ -38,16 +35,12 @@ impl DaemonConfig {
             .with_context(|| format!("reading config {}", path.display()))?;
         let mut cfg: DaemonConfig =
             toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
-        cfg.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        cfg.pipeline.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(cfg)
     }
 
     /// A path from the config, resolved against the config file's folder.
     pub fn resolve(&self, p: &Path) -> PathBuf {
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.base_dir.join(p)
-        }
+        self.pipeline.resolve(p)
     }
 }

@@ -96,7 +96,7 @@ fn a_frame_of_65535_boxes_is_capped_before_cropping_and_the_rest_counted() {
     let cfg = config();
     let cap = cfg.pipeline.max_objects;
     assert_eq!(cap, 64, "the documented default");
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     // Warm the pipeline once so lazily grown buffers do not count against the frame.
     assert!(matches!(
         run(
@@ -138,7 +138,7 @@ fn a_frame_of_65535_boxes_is_capped_before_cropping_and_the_rest_counted() {
 #[test]
 fn class_ids_are_the_detectors_label_indices_and_are_routed_by_label() {
     let _one_at_a_time = serial();
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     // camdnnd-sim.toml's detector labels: person, bicycle, car.
     let dets = vec![
         det(ClassRef::Id(0), 0.9),
@@ -181,7 +181,7 @@ fn a_tiny_jpeg_declaring_8192_squared_is_rejected_before_decoding() {
     let sof = data.windows(2).position(|m| m == [0xFF, 0xC0]).unwrap();
     data[sof + 5..sof + 9].copy_from_slice(&[0x20, 0x00, 0x20, 0x00]);
     let len = data.len();
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     let mut f = rgb_frame(1, vec![det(ClassRef::Id(0), 0.9)]);
     f.width = 8192;
     f.height = 8192;

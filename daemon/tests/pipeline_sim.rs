@@ -91,7 +91,7 @@ fn adapting_pipeline_answers_every_frame_and_writes_its_estimates() {
 }
 
 fn classifies_every_routed_object(cfg: &DaemonConfig) {
-    let built = pipeline::start(cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     assert!(built.pipeline.is_ready());
     let objects = [
         ("person", 0.9),
@@ -142,7 +142,7 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
 fn start_recording(cfg: &DaemonConfig) -> (pipeline::Built, StepLog) {
     let steps = Arc::new(Mutex::new(None));
     let log = Arc::clone(&steps);
-    let built = pipeline::start_with(cfg, move |inner| {
+    let built = pipeline::start_with(&cfg.pipeline, move |inner| {
         let (recording, steps) = Recording::new(inner);
         *log.lock().unwrap() = Some(steps);
         Box::new(recording)
@@ -267,7 +267,7 @@ fn a_frame_whose_deadline_passes_in_a_stalled_run_is_answered_at_it() {
 
 #[test]
 fn frames_without_detections_run_the_detector() {
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     let mut f = frame(1, &[]);
     f.detections = None;
     let Outcome::Done(r) = built.pipeline.submit_now(f).blocking_recv().unwrap() else {
@@ -280,7 +280,7 @@ fn frames_without_detections_run_the_detector() {
 
 #[test]
 fn undecodable_frames_are_rejected_and_others_still_served() {
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     let mut bad = frame(1, &[("person", 0.9)]);
     bad.pixel_format = PixelFormat::Jpeg;
     bad.payload = Bytes::from_static(b"not a jpeg at all");
@@ -295,7 +295,7 @@ fn undecodable_frames_are_rejected_and_others_still_served() {
 
 #[test]
 fn shutdown_answers_every_frame_in_flight() {
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     let many: Vec<(&str, f32)> = (0..20).map(|_| ("person", 0.9)).collect();
     let rxs: Vec<_> = (0..5)
         .map(|s| built.pipeline.submit_now(frame(s, &many)))
@@ -333,7 +333,7 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
             ..SimFaults::default()
         });
     }
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let objects = [("person", 0.9), ("car", 0.8), ("bicycle", 0.7)];
     let rxs: Vec<_> = (0..3)
         .map(|s| built.pipeline.submit_now(frame(s, &objects)))
@@ -373,7 +373,7 @@ fn dropping_a_pipeline_inside_the_runtime_does_not_wait_for_its_workers() {
 /// watchdog).
 #[test]
 fn a_pipeline_whose_scheduler_thread_ended_is_neither_ready_nor_alive() {
-    let built = pipeline::start(&config()).unwrap();
+    let built = pipeline::start(&config().pipeline).unwrap();
     assert!(built.is_ready() && built.is_alive());
     built.pipeline.shutdown();
     assert!(!built.is_ready());
@@ -393,7 +393,7 @@ fn a_frame_that_cannot_make_its_deadline_is_dropped_at_admission() {
     let prom = camdnn_daemon::telemetry::install(&Default::default(), "test").unwrap();
     let mut cfg = config();
     cfg.pipeline.deadline_admission = Some(0.0);
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let p = &built.pipeline;
     let objects = [("person", 0.9), ("car", 0.8), ("bicycle", 0.7)];
     let mut hopeless = frame(1, &objects);
@@ -504,7 +504,7 @@ fn frames_while_a_heavy_one_runs(
 fn a_frame_with_no_objects_is_answered_however_far_behind_the_pipeline_is() {
     let mut cfg = config();
     cfg.pipeline.drop_behind_ms = Some(20.0); // see the test above
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let (heavy, outcomes) = frames_while_a_heavy_one_runs(&built.pipeline, |n| {
         if n % 2 == 0 {
             &[]
@@ -535,7 +535,7 @@ fn a_frame_with_no_objects_is_answered_however_far_behind_the_pipeline_is() {
 /// Small frames submitted every 5 ms while a heavy one runs: at least one
 /// is answered `Dropped(Overloaded)`, the rest and the heavy one are served.
 fn frames_find_the_pipeline_behind(cfg: &DaemonConfig) {
-    let built = pipeline::start(cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let (heavy, outcomes) = small_frames_while_a_heavy_one_runs(&built.pipeline);
     match heavy {
         Outcome::Done(r) => assert_eq!(r.objects.len(), 60),
@@ -663,7 +663,7 @@ fn start_gated(
         Arc::clone(&log),
         Arc::clone(&delivered),
     );
-    let built = pipeline::start_with(cfg, move |inner| {
+    let built = pipeline::start_with(&cfg.pipeline, move |inner| {
         Box::new(Gated {
             inner,
             gate,
@@ -856,7 +856,7 @@ fn the_first_frame_loads_a_detector_resident_nowhere_instead_of_being_dropped() 
     for p in &mut cfg.pipeline.processors {
         p.max_resident = 1;
     }
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     for seq in 1..=2 {
         let mut f = frame(seq, &[]);
         f.detections = None;

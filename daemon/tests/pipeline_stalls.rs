@@ -90,7 +90,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 fn a_run_stuck_past_its_limit_is_answered_and_the_processor_serves_on() {
     let mut cfg = config();
     stall(&mut cfg, "inception_v1", vec![2], 6_000);
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let p = &built.pipeline;
     assert!(p.is_ready());
     let first = p.submit_now(frame(0, "person")).blocking_recv().unwrap();
@@ -135,7 +135,7 @@ fn frames_stuck_on_a_hung_run_make_room_for_the_others() {
     let mut cfg = config();
     cfg.pipeline.stall.run_timeout_floor_ms = 5_000.0;
     stall(&mut cfg, "inception_v1", vec![2, 3], 6_000);
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let p = &built.pipeline;
     let limit = p.max_in_flight();
     let hung: Vec<_> = (0..limit as u64)
@@ -162,7 +162,7 @@ fn a_processor_with_too_many_stuck_threads_retires_and_the_others_serve() {
     let mut cfg = config();
     cfg.pipeline.stall.max_abandoned_threads = 0;
     stall(&mut cfg, "squeezenet", vec![2], 6_000);
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let p = &built.pipeline;
     let first = p.submit_now(frame(0, "car")).blocking_recv().unwrap();
     assert_eq!(first, Outcome::Dropped(DropReason::ProcessingFailed));
@@ -184,7 +184,7 @@ fn a_pipeline_where_nothing_moves_is_not_alive() {
     cfg.pipeline.stall.run_timeout_floor_ms = 60_000.0;
     cfg.pipeline.stall.progress_timeout_ms = 300.0;
     stall(&mut cfg, "inception_v1", vec![2], 3_000);
-    let built = pipeline::start(&cfg).unwrap();
+    let built = pipeline::start(&cfg.pipeline).unwrap();
     let p = &built.pipeline;
     let rx = p.submit_now(frame(0, "person"));
     wait_for("stalled", || !p.is_alive());

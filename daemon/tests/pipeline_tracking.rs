@@ -68,7 +68,7 @@ fn config() -> DaemonConfig {
 
 fn server() -> TestServer {
     exporter();
-    let processor = pipeline::build(&config()).expect("the pipeline starts");
+    let processor = pipeline::build(&config().pipeline).expect("the pipeline starts");
     TestServer::start(ServerConfig::with_socket("unused"), processor)
 }
 
@@ -348,7 +348,7 @@ fn the_planners_see_only_the_requests_that_are_inferred() {
     exporter();
     let scenes = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&scenes);
-    let built = pipeline::start_with(&config(), move |inner| {
+    let built = pipeline::start_with(&config().pipeline, move |inner| {
         Box::new(SceneSpy { inner, scenes: log })
     })
     .expect("the pipeline starts");

@@ -123,7 +123,7 @@ fn profile_writes_a_file_the_scheduler_reads() {
 
     // The daemon accepts the config with the measured profile.
     let daemon = DaemonConfig::load(&cfg).unwrap();
-    camdnn_daemon::pipeline::check(&daemon).unwrap();
+    camdnn_daemon::pipeline::check(&daemon.pipeline).unwrap();
 }
 
 #[test]

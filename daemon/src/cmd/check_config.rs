@@ -43,8 +43,8 @@ pub fn check(args: &Args) -> anyhow::Result<String> {
     cfg.server
         .validate()
         .with_context(|| format!("in config {}", path.display()))?;
-    let system =
-        crate::pipeline::check(&cfg).with_context(|| format!("in config {}", path.display()))?;
+    let system = crate::pipeline::check(&cfg.pipeline)
+        .with_context(|| format!("in config {}", path.display()))?;
     let p = &cfg.pipeline;
     let mut loaded = Vec::new();
     let mut problems = Vec::new();

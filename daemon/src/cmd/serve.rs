@@ -36,7 +36,7 @@ pub type BuildFn = fn(&DaemonConfig) -> anyhow::Result<Arc<dyn FrameProcessor>>;
 
 /// Runs the daemon until SIGTERM/SIGINT and the drain are over.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    run_with(args, crate::pipeline::build)
+    run_with(args, |cfg| crate::pipeline::build(&cfg.pipeline))
 }
 
 /// [`run`] with another processor builder.
@@ -333,7 +333,6 @@ async fn reload(
 fn in_effect(running: &DaemonConfig, new: &DaemonConfig) -> DaemonConfig {
     let mut out = running.clone();
     out.pipeline = new.pipeline.clone();
-    out.base_dir = new.base_dir.clone();
     out.server.max_pending = new.server.max_pending;
     out.server.stream_max_in_flight = new.server.stream_max_in_flight;
     out

@@ -22,7 +22,6 @@ use super::clock::Clock;
 use super::config::{ModelEntry, PipelineConfig, ProcessorEntry};
 use super::models::ModelRuntime;
 use super::runtime::{self, Parts, Pipeline};
-use crate::config::DaemonConfig;
 use camdnn_policy::flow::{Behind, FlowConfig};
 
 /// A started pipeline and the workers it owns (kept alive with it).
@@ -117,24 +116,23 @@ impl Drop for Built {
     }
 }
 
-/// Validates the pipeline part of `cfg` without starting anything: the
+/// Validates the pipeline `p` without starting anything: the
 /// system (profile included), every model's pre/post-processing files, and
 /// every engine's availability. Returns the system.
-pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
-    let p = &cfg.pipeline;
+pub fn check(p: &PipelineConfig) -> anyhow::Result<System> {
     p.check()?;
-    let system = p.system(|f| cfg.resolve(f))?;
+    let system = p.system(|f| p.resolve(f))?;
     if let Some(warning) = p.stall.progress_warning(&system) {
         tracing::warn!("{warning}");
     }
-    scheduler(cfg, &system)?;
+    scheduler(p, &system)?;
     for m in &p.models {
-        ModelRuntime::new(m, &|f| cfg.resolve(f))?;
+        ModelRuntime::new(m, &|f| p.resolve(f))?;
         if let (Some(path), true) = (
             &m.path,
             p.processors.iter().any(|x| x.engine != EngineKind::Sim),
         ) {
-            let path = cfg.resolve(path);
+            let path = p.resolve(path);
             if !path.exists() {
                 bail!(
                     "model {:?}: file {} does not exist (run scripts/setup.sh to fetch models)",
@@ -147,9 +145,9 @@ pub fn check(cfg: &DaemonConfig) -> anyhow::Result<System> {
     Ok(system)
 }
 
-/// Starts the pipeline described by `cfg`.
-pub fn start(cfg: &DaemonConfig) -> anyhow::Result<Built> {
-    start_with(cfg, |s| s)
+/// Starts the pipeline described by `p`.
+pub fn start(p: &PipelineConfig) -> anyhow::Result<Built> {
+    start_with(p, |s| s)
 }
 
 /// The pipeline's admission as the simulator names it, for the global
@@ -185,24 +183,23 @@ pub fn flow_config(p: &PipelineConfig) -> FlowConfig {
     }
 }
 
-/// Starts the pipeline described by `cfg`, its scheduler passed through
+/// Starts the pipeline described by `p`, its scheduler passed through
 /// `wrap` first: a wrapper that records or logs the decisions the
 /// scheduler thread asks for (the tests check when it runs the global step).
 pub fn start_with(
-    cfg: &DaemonConfig,
+    p: &PipelineConfig,
     wrap: impl FnOnce(Box<dyn Scheduler + Send>) -> Box<dyn Scheduler + Send>,
 ) -> anyhow::Result<Built> {
-    let p = &cfg.pipeline;
-    let system = check(cfg)?;
+    let system = check(p)?;
     let models: Vec<ModelRuntime> = p
         .models
         .iter()
-        .map(|m| ModelRuntime::new(m, &|f| cfg.resolve(f)))
+        .map(|m| ModelRuntime::new(m, &|f| p.resolve(f)))
         .collect::<anyhow::Result<_>>()?;
     let sources: Vec<_> = p
         .models
         .iter()
-        .map(|m| m.source(|f| cfg.resolve(f), p.max_batch))
+        .map(|m| m.source(|f| p.resolve(f), p.max_batch))
         .collect();
     let mut workers = Vec::new();
     for (j, proc) in p.processors.iter().enumerate() {
@@ -228,8 +225,8 @@ pub fn start_with(
     // report ready. An upstream detector holds its slot in the scheduler's
     // residency but is never loaded.
     let flow = flow_config(p);
-    let mut scheduler = wrap(scheduler(cfg, &system)?);
-    log_scheduler(cfg);
+    let mut scheduler = wrap(scheduler(p, &system)?);
+    log_scheduler(p);
     scheduler.set_admission(frame_admission(flow.behind, p.max_in_flight));
     let plan = scheduler.initial_plan(&system);
     let mut cluster = Cluster::new(&system);
@@ -289,10 +286,9 @@ pub fn start_with(
     })
 }
 
-/// The scheduler `cfg` asks for, its learned policy (if any) loaded and
+/// The scheduler `p` asks for, its learned policy (if any) loaded and
 /// checked against `system` (also what `bench` simulates the pipeline with).
-pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn Scheduler + Send>> {
-    let p = &cfg.pipeline;
+pub fn scheduler(p: &PipelineConfig, system: &System) -> anyhow::Result<Box<dyn Scheduler + Send>> {
     if p.scheduler != "camdnn" {
         if p.policy.is_some() {
             bail!(
@@ -311,8 +307,8 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
     let Some(files) = &p.policy else {
         return Ok(Box::new(Camdnn::new(GreedyPlanner::default(), p.wait_ms)));
     };
-    let onnx_path = cfg.resolve(&files.onnx);
-    let sidecar_path = cfg.resolve(&files.sidecar);
+    let onnx_path = p.resolve(&files.onnx);
+    let sidecar_path = p.resolve(&files.sidecar);
     let onnx = std::fs::read(&onnx_path)
         .with_context(|| format!("pipeline.policy.onnx: cannot read {}", onnx_path.display()))?;
     let sidecar = std::fs::read_to_string(&sidecar_path).with_context(|| {
@@ -342,8 +338,7 @@ pub fn scheduler(cfg: &DaemonConfig, system: &System) -> anyhow::Result<Box<dyn 
 }
 
 /// Says which scheduler the pipeline runs and what its global step plans with.
-fn log_scheduler(cfg: &DaemonConfig) {
-    let p = &cfg.pipeline;
+fn log_scheduler(p: &PipelineConfig) {
     match (&p.policy, p.scheduler.as_str()) {
         (_, name) if name != "camdnn" => tracing::info!(
             scheduler = name,
@@ -353,7 +348,7 @@ fn log_scheduler(cfg: &DaemonConfig) {
             "scheduler: camdnn; its global step runs the greedy planner (no pipeline.policy)"
         ),
         (Some(files), _) => tracing::info!(
-            policy = %cfg.resolve(&files.onnx).display(),
+            policy = %p.resolve(&files.onnx).display(),
             "scheduler: camdnn; its global step runs the learned policy (pipeline.policy)"
         ),
     }
@@ -361,12 +356,12 @@ fn log_scheduler(cfg: &DaemonConfig) {
 
 /// For tools that measure a new profile (`profile`, `bench --profile-now`),
 /// where a policy trained on another one must not stop the measurement:
-/// when `cfg`'s learned policy does not fit `system`, removes it from `cfg`
+/// when `p`'s learned policy does not fit `system`, removes it from `p`
 /// (the camdnn scheduler then plans with its greedy planner) and says why.
-pub fn drop_unfit_policy(cfg: &mut DaemonConfig, system: &System) -> Option<String> {
-    cfg.pipeline.policy.as_ref()?;
-    let why = scheduler(cfg, system).err()?;
-    cfg.pipeline.policy = None;
+pub fn drop_unfit_policy(p: &mut PipelineConfig, system: &System) -> Option<String> {
+    p.policy.as_ref()?;
+    let why = scheduler(p, system).err()?;
+    p.policy = None;
     Some(format!("{why:#}"))
 }
 
@@ -471,36 +466,32 @@ mod tests {
     use camdnn_policy::ProcId;
 
     /// The shipped street config (its committed learned policy) and its system.
-    fn street() -> (DaemonConfig, System) {
+    fn street() -> (PipelineConfig, System) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/camdnnd.toml");
-        let cfg = DaemonConfig::load(&path).expect("the shipped config loads");
-        let system = cfg
-            .pipeline
-            .system(|f| cfg.resolve(f))
-            .expect("its profile is valid");
-        (cfg, system)
+        let p = crate::config::DaemonConfig::load(&path)
+            .expect("the shipped config loads")
+            .pipeline;
+        let system = p.system(|f| p.resolve(f)).expect("its profile is valid");
+        (p, system)
     }
 
     #[test]
     fn a_fitting_policy_is_kept_and_an_unfit_one_dropped_with_the_reason() {
-        let (mut cfg, system) = street();
-        assert!(
-            cfg.pipeline.policy.is_some(),
-            "the shipped config has a policy"
-        );
-        assert_eq!(drop_unfit_policy(&mut cfg, &system), None);
-        assert!(cfg.pipeline.policy.is_some());
+        let (mut p, system) = street();
+        assert!(p.policy.is_some(), "the shipped config has a policy");
+        assert_eq!(drop_unfit_policy(&mut p, &system), None);
+        assert!(p.policy.is_some());
         // Another structure (one model slot less on a processor): the policy
         // cannot run on it, so a tool measuring this board plans without it.
         let other = system.clone().with_max_resident(ProcId(0), 1);
-        let why = drop_unfit_policy(&mut cfg, &other).expect("an unfit policy is dropped");
+        let why = drop_unfit_policy(&mut p, &other).expect("an unfit policy is dropped");
         assert!(
             why.contains("does not fit") && why.contains("structure"),
             "{why}"
         );
-        assert!(cfg.pipeline.policy.is_none());
+        assert!(p.policy.is_none());
         assert!(
-            scheduler(&cfg, &other).is_ok(),
+            scheduler(&p, &other).is_ok(),
             "the greedy planner runs on it"
         );
     }

@@ -377,7 +377,8 @@ fn both_logs(
     let cfg_path = dir.path().join("camdnnd.toml");
     std::fs::write(&cfg_path, config_toml(&system, &profile, wait_ms)).expect("writing the config");
     let cfg = DaemonConfig::load(&cfg_path).expect("the test config is valid");
-    let system: &'static System = Box::leak(Box::new(super::check(&cfg).expect("its system")));
+    let system: &'static System =
+        Box::leak(Box::new(super::check(&cfg.pipeline).expect("its system")));
 
     let mut sim_sched = scheduler(system, name, wait_ms);
     let (_, sim_log) =

@@ -21,7 +21,6 @@ pub mod reuse_value;
 pub mod runtime;
 pub mod stall;
 mod step_thread;
-pub mod track_config;
 pub mod units;
 pub mod work;
 
@@ -132,9 +131,7 @@ pub trait FrameProcessor: Send + Sync + 'static {
 
 /// Starts the pipeline of `cfg` for the server: engines, workers, start-up
 /// residency and warm-up; ready when this returns.
-pub fn build(
-    cfg: &crate::config::DaemonConfig,
-) -> anyhow::Result<std::sync::Arc<dyn FrameProcessor>> {
+pub fn build(cfg: &config::PipelineConfig) -> anyhow::Result<std::sync::Arc<dyn FrameProcessor>> {
     Ok(std::sync::Arc::new(start(cfg)?))
 }
 

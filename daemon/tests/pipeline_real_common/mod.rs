@@ -117,6 +117,6 @@ const RUN_TIMEOUT_FLOOR_MS: f64 = 60_000.0;
 pub fn start(label: &str, cfg: &DaemonConfig) -> camdnn_daemon::pipeline::Built {
     let mut cfg = cfg.clone();
     cfg.pipeline.stall.run_timeout_floor_ms = RUN_TIMEOUT_FLOOR_MS;
-    camdnn_daemon::pipeline::start(&cfg)
+    camdnn_daemon::pipeline::start(&cfg.pipeline)
         .unwrap_or_else(|e| panic!("starting the {label} variant: {e:#}"))
 }

@@ -151,7 +151,7 @@ pub(super) fn run(
     // fits both profiles.
     let mut base = cfg.clone();
     base.pipeline.profile = off_path.clone();
-    let dropped = pipeline::drop_unfit_policy(&mut base, &off);
+    let dropped = pipeline::drop_unfit_policy(&mut base.pipeline, &off);
     if let Some(why) = &dropped {
         println!("note: every drill variant plans without the learned policy: {why}");
     }
@@ -211,8 +211,8 @@ pub(super) fn run(
         for round in 0..rounds {
             for ((name, c), v) in plans.iter().zip(&mut variants) {
                 eprintln!("drill, round {}/{rounds}: {name} ...", round + 1);
-                let built =
-                    pipeline::start(c).with_context(|| format!("starting the drill's {name}"))?;
+                let built = pipeline::start(&c.pipeline)
+                    .with_context(|| format!("starting the drill's {name}"))?;
                 let window = built.pipeline.max_in_flight().max(1);
                 rt.block_on(drive(&built, warm, Pace::Window(window)));
                 let mut fps = Vec::new();

@@ -27,7 +27,7 @@ pub(super) fn contenders<'a>(
     let p = &cfg.pipeline;
     let mut contenders: Vec<Contender> = Vec::new();
     eprintln!("starting the pipeline ...");
-    let built = pipeline::start(cfg)?;
+    let built = pipeline::start(&cfg.pipeline)?;
     let window = built.pipeline.max_in_flight().max(1);
     let engines: Vec<&str> = p.processors.iter().map(|q| q.engine.as_str()).collect();
     contenders.push(Contender::new(
@@ -43,7 +43,7 @@ pub(super) fn contenders<'a>(
     // (c) camdnn with ORT on every processor.
     if let Some((c, s)) = ort {
         eprintln!("starting the all-ORT pipeline ...");
-        let built = pipeline::start(c)?;
+        let built = pipeline::start(&c.pipeline)?;
         let window = built.pipeline.max_in_flight().max(1);
         contenders.push(Contender::new(
             format!("camdnn (ort on every processor, {window} in flight)"),
@@ -188,7 +188,7 @@ pub(super) fn all_ort(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<Option<
             .pipeline
             .system(|f| c.resolve(f))
             .context("the all-ORT variant's measured profile")?;
-        if let Some(why) = pipeline::drop_unfit_policy(&mut c, &measured) {
+        if let Some(why) = pipeline::drop_unfit_policy(&mut c.pipeline, &measured) {
             println!("note: camdnn with ort on every processor runs without the learned policy (trained for the configured engines): {why}");
         }
     } else {

@@ -232,8 +232,8 @@ impl Figures {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     check_options(args)?;
     let cfg = config_to_bench(args)?;
-    let system =
-        pipeline::check(&cfg).with_context(|| format!("in config {}", args.config.display()))?;
+    let system = pipeline::check(&cfg.pipeline)
+        .with_context(|| format!("in config {}", args.config.display()))?;
     let stream = Stream::of(args, &cfg, &system)?;
     print_header(args, &cfg, &stream);
 
@@ -254,7 +254,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         all_ort(&cfg, args)?
     };
     let ort_system = match &ort_cfg {
-        Some(c) => Some(pipeline::check(c).context("in the all-ORT variant of the config")?),
+        Some(c) => {
+            Some(pipeline::check(&c.pipeline).context("in the all-ORT variant of the config")?)
+        }
         None => None,
     };
     let ort = ort_cfg.as_ref().zip(ort_system.as_ref());
@@ -451,7 +453,7 @@ fn config_to_bench(args: &Args) -> anyhow::Result<DaemonConfig> {
         .pipeline
         .system(|f| cfg.resolve(f))
         .context("the measured profile")?;
-    if let Some(why) = pipeline::drop_unfit_policy(&mut cfg, &measured) {
+    if let Some(why) = pipeline::drop_unfit_policy(&mut cfg.pipeline, &measured) {
         println!(
             "note: camdnn runs without its learned policy on the profile just measured: {why}"
         );

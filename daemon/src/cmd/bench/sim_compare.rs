@@ -134,7 +134,7 @@ pub(super) fn simulate_frames(
     let mut s = match &args.sim_scheduler {
         Some(name) => schedulers::by_name(system, name, p.wait_ms)
             .with_context(|| format!("--sim-scheduler {name:?} is not a scheduler"))?,
-        None => pipeline::scheduler(cfg, system)?,
+        None => pipeline::scheduler(&cfg.pipeline, system)?,
     };
     let sim_cfg = SimConfig {
         fps: host.fps,
@@ -192,7 +192,7 @@ pub(super) fn open_loop_vs_sim(
     // with no plan: the closed loop's plans would otherwise carry over. Its
     // warm-up frames come at the same pace.
     eprintln!("pipeline: restarted, open loop at {fps:.2} fps ...");
-    let built = pipeline::start(cfg)?;
+    let built = pipeline::start(&cfg.pipeline)?;
     rt.block_on(drive(&built, &stream.warm, Pace::Fps(fps)));
     let before = scrape(prom);
     let (open, by_frame, _) = rt.block_on(drive(&built, &stream.frames, Pace::Fps(fps)));

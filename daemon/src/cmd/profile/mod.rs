@@ -232,10 +232,10 @@ fn profile(cfg: &DaemonConfig, args: &Args) -> anyhow::Result<String> {
         // re-profiling must not need it, so the start-up plan is then made
         // without it (it only decides which models load the other units).
         let mut planning = cfg.clone();
-        if let Some(why) = crate::pipeline::drop_unfit_policy(&mut planning, &system) {
+        if let Some(why) = crate::pipeline::drop_unfit_policy(&mut planning.pipeline, &system) {
             eprintln!("note: {why}; the start-up plan is made without the policy");
         }
-        let mut scheduler = crate::pipeline::scheduler(&planning, &system)?;
+        let mut scheduler = crate::pipeline::scheduler(&planning.pipeline, &system)?;
         let plan = scheduler.initial_plan(&system);
         let on: Vec<Vec<String>> = system
             .proc_ids()

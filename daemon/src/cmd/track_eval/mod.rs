@@ -140,7 +140,7 @@ impl Identities {
 /// Runs the evaluation and prints its report.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let cfg = DaemonConfig::load(&args.config)?;
-    let system = crate::pipeline::check(&cfg)
+    let system = crate::pipeline::check(&cfg.pipeline)
         .with_context(|| format!("in config {}", args.config.display()))?;
     if !(args.fps.is_finite() && args.fps > 0.0) {
         bail!(

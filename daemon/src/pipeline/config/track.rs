@@ -6,7 +6,7 @@
 
 use anyhow::bail;
 
-use super::config::PipelineConfig;
+use super::PipelineConfig;
 
 /// Checks `[pipeline.track]` and every model's `reuse`: bad values, reuse on a detector,
 /// reuse without tracking.
