@@ -378,7 +378,7 @@ impl Actor {
     fn carried_objects(
         &self,
         data: &mut FrameData,
-        key: super::reuse::StreamKey,
+        key: super::frame_data::StreamKey,
         carried: Vec<CarriedBox>,
         root: ModelId,
     ) -> Vec<Request> {

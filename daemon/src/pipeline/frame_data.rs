@@ -15,9 +15,8 @@ use camdnn_protocol::{BBox as WireBox, ClassRef, FrameResult, ObjectResult, Outp
 use camdnn_vision::{BBox, RgbImage, Transform};
 use tokio::sync::oneshot;
 
-use super::models::{Found, ModelRuntime};
+use super::models::{Found, ModelRuntime, Verdict};
 use super::prep::CropSpec;
-use super::reuse::FrameTrack;
 use super::reuse_value::KeptResult;
 use super::Outcome;
 
@@ -49,6 +48,52 @@ impl ObjectState {
             box_age: 0,
         }
     }
+
+    /// Puts a model's result on the object, `age` frames after it was inferred (0: on this
+    /// frame), and applies its verdict.
+    pub fn take_result(
+        &mut self,
+        model: &str,
+        value: camdnn_protocol::OutputValue,
+        verdict: Verdict,
+        age: u32,
+    ) {
+        self.outputs.push(Output {
+            model: model.to_owned(),
+            value,
+            age,
+        });
+        match verdict {
+            Verdict::Keep | Verdict::Part(_) => {}
+            Verdict::Refine { bbox, score } => {
+                self.bbox = bbox;
+                self.score = score;
+            }
+            Verdict::Reject => {
+                self.rejected = true;
+                metrics::counter!("camdnn_objects_rejected_total", "model" => model.to_owned())
+                    .increment(1);
+            }
+        }
+    }
+}
+
+/// A stream: its connection and its stream id.
+pub type StreamKey = (u64, u32);
+
+/// A frame's place in its stream's tracking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameTrack {
+    /// Its stream.
+    pub key: StreamKey,
+    /// Its index among the stream's submitted frames.
+    pub index: u64,
+    /// Its number in the stream's reuse store once the tracker saw it (`None`: untracked).
+    pub frame: Option<u64>,
+    /// When it arrived, ms: the time its decisions and stored results carry.
+    pub now_ms: f64,
+    /// Its detections are awaited (its detector is due or running).
+    pub waiting: bool,
 }
 
 /// A frame in the pipeline, as the scheduler thread holds it.

@@ -6,7 +6,7 @@
 use camdnn_engine::{RunReport, Tensor};
 use camdnn_policy::flow::{ItemFailed, Request};
 use camdnn_policy::{ModelId, System};
-use camdnn_protocol::{ClassRef, Output};
+use camdnn_protocol::ClassRef;
 use camdnn_vision::{keep_best, Transform};
 
 use super::frame_data::{FrameData, ObjectState};
@@ -159,7 +159,7 @@ impl Reader<'_> {
             };
             frame.inferred.push((object, model, kept));
         }
-        take_result(obj, &m.name, value, verdict, 0);
+        obj.take_result(&m.name, value, verdict, 0);
         let Some(bbox) = verdict.child_crop(obj.bbox) else {
             return Vec::new();
         };
@@ -176,33 +176,5 @@ impl Reader<'_> {
             requests.push(r);
         }
         requests
-    }
-}
-
-/// Puts a model's result on its object, `age` frames after it was inferred (0: on this
-/// frame), and applies its verdict.
-pub(super) fn take_result(
-    obj: &mut ObjectState,
-    model: &str,
-    value: camdnn_protocol::OutputValue,
-    verdict: Verdict,
-    age: u32,
-) {
-    obj.outputs.push(Output {
-        model: model.to_owned(),
-        value,
-        age,
-    });
-    match verdict {
-        Verdict::Keep | Verdict::Part(_) => {}
-        Verdict::Refine { bbox, score } => {
-            obj.bbox = bbox;
-            obj.score = score;
-        }
-        Verdict::Reject => {
-            obj.rejected = true;
-            metrics::counter!("camdnn_objects_rejected_total", "model" => model.to_owned())
-                .increment(1);
-        }
     }
 }

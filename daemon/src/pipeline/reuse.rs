@@ -30,31 +30,12 @@ use camdnn_protocol::ClassRef;
 use camdnn_vision::track::{CarriedBox, TrackBox, TrackerConfig, Tracks};
 use camdnn_vision::BBox;
 
-use super::frame_data::{FrameData, ObjectState};
-use super::outputs::take_result;
+use super::frame_data::{FrameData, FrameTrack, ObjectState, StreamKey};
 use super::reuse_value::KeptResult;
 use crate::telemetry as names;
 
-/// A stream: its connection and its stream id.
-pub type StreamKey = (u64, u32);
-
 /// The connection of frames submitted without one (tests, benches: one caller).
 pub const DIRECT: u64 = u64::MAX;
-
-/// A frame's place in its stream's tracking.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FrameTrack {
-    /// Its stream.
-    pub key: StreamKey,
-    /// Its index among the stream's submitted frames.
-    pub index: u64,
-    /// Its number in the stream's reuse store once the tracker saw it (`None`: untracked).
-    pub frame: Option<u64>,
-    /// When it arrived, ms: the time its decisions and stored results carry.
-    pub now_ms: f64,
-    /// Its detections are awaited (its detector is due or running).
-    pub waiting: bool,
-}
 
 /// One stream's state beside its tracker.
 struct StreamState {
@@ -301,7 +282,7 @@ impl Reuse {
                     for (m, kept, age) in branch {
                         metrics::counter!(names::REQUESTS_REUSED, "model" => self.names[m.0].clone())
                             .increment(1);
-                        take_result(o, &self.names[m.0], kept.value, kept.verdict, age);
+                        o.take_result(&self.names[m.0], kept.value, kept.verdict, age);
                     }
                 }
             }
