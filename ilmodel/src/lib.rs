@@ -10,7 +10,8 @@
 //! - [`demos`]: optimal demonstrations over scene complexities, in parallel,
 //!   deterministic for a seed and resumable;
 //! - [`train`] / [`export`]: imitation training of the policy MLP (candle),
-//!   its fidelity evaluation, and ONNX + sidecar export;
+//!   its fidelity evaluation, and ONNX + sidecar export; [`mlp_cli`]: the
+//!   `ilmodel train`, `export`, `eval` and `calibrate` commands over both;
 //! - [`reproduce`]: every experiment of the paper on one profile, written
 //!   to a Markdown report with SVG plots;
 //! - [`rng`]: the small, version-stable random generator the demos use;
@@ -24,6 +25,7 @@ pub mod brute;
 pub mod demos;
 mod error;
 pub mod export;
+pub mod mlp_cli;
 pub mod oracle;
 pub mod reproduce;
 pub mod rng;

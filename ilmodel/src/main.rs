@@ -42,14 +42,14 @@ enum Command {
     /// Generate (or resume) an optimal demonstration dataset.
     Demos(DemosArgs),
     /// Train the policy MLP on demonstrations (model.json, loss.csv, loss.svg).
-    Train(camdnn_ilmodel::train::cli::TrainArgs),
+    Train(camdnn_ilmodel::mlp_cli::TrainArgs),
     /// Export a trained model as ONNX plus its JSON sidecar.
-    Export(camdnn_ilmodel::train::cli::ExportArgs),
+    Export(camdnn_ilmodel::mlp_cli::ExportArgs),
     /// IL fidelity of an exported policy vs the ILP on held-out demonstrations.
-    Eval(camdnn_ilmodel::train::cli::EvalArgs),
+    Eval(camdnn_ilmodel::mlp_cli::EvalArgs),
     /// Choose the decoding's share floor on the training split of the
     /// demonstrations and write it into the policy's sidecar.
-    Calibrate(camdnn_ilmodel::train::cli::CalibrateArgs),
+    Calibrate(camdnn_ilmodel::mlp_cli::CalibrateArgs),
     /// IL fidelity on the states the policy itself visits: camdnn with the
     /// policy runs the suite's scene shapes, every global step's input is
     /// solved by the ILP and planned by the MLP alone and with its search.
@@ -347,10 +347,10 @@ fn main() -> Result<()> {
         Command::Solve(inst) => run_solve(&inst),
         Command::TimeSolve { instance, runs } => run_time_solve(&instance, runs),
         Command::Demos(args) => run_demos(args),
-        Command::Train(args) => camdnn_ilmodel::train::cli::run_train(&args),
-        Command::Export(args) => camdnn_ilmodel::train::cli::run_export(&args),
-        Command::Eval(args) => camdnn_ilmodel::train::cli::run_eval(&args),
-        Command::Calibrate(args) => camdnn_ilmodel::train::cli::run_calibrate(&args),
+        Command::Train(args) => camdnn_ilmodel::mlp_cli::run_train(&args),
+        Command::Export(args) => camdnn_ilmodel::mlp_cli::run_export(&args),
+        Command::Eval(args) => camdnn_ilmodel::mlp_cli::run_eval(&args),
+        Command::Calibrate(args) => camdnn_ilmodel::mlp_cli::run_calibrate(&args),
         Command::Visited(args) => run_visited(&args),
         Command::Dagger(args) => run_dagger(&args),
         Command::Reproduce(args) => run_reproduce(&args),

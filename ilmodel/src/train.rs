@@ -25,7 +25,6 @@
 //!   deterministic for a seed on one machine.
 
 pub mod augment;
-pub mod cli;
 pub mod eval;
 
 use std::fmt::Write as _;

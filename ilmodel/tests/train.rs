@@ -147,7 +147,7 @@ fn bad_options_and_other_systems_are_refused() {
 
 #[test]
 fn calibration_picks_the_decoding_on_the_training_split_only() {
-    use camdnn_ilmodel::train::cli::{
+    use camdnn_ilmodel::mlp_cli::{
         calibration_candidates, run_calibrate, CalibrateArgs, DecoderChoice, MIN_SHARE_CANDIDATES,
     };
     use camdnn_ilmodel::train::{eval::fidelity, is_heldout};
@@ -219,7 +219,7 @@ fn calibration_picks_the_decoding_on_the_training_split_only() {
 
 #[test]
 fn the_validation_band_shares_no_scene_with_the_final_test_or_the_candidates_training() {
-    use camdnn_ilmodel::train::cli::validation_band;
+    use camdnn_ilmodel::mlp_cli::validation_band;
     use camdnn_ilmodel::train::is_heldout;
     let dir = tempfile::tempdir().unwrap();
     small_demos(dir.path(), 7, 400);
@@ -258,7 +258,7 @@ fn the_validation_band_shares_no_scene_with_the_final_test_or_the_candidates_tra
 
 #[test]
 fn eval_refuses_a_validation_band_outside_the_policys_held_out_split() {
-    use camdnn_ilmodel::train::cli::{run_eval, EvalArgs};
+    use camdnn_ilmodel::mlp_cli::{run_eval, EvalArgs};
     let dir = tempfile::tempdir().unwrap();
     let demos = dir.path().join("demos");
     small_demos(&demos, 5, 160);

@@ -10,9 +10,11 @@ use camdnn_policy::mlp::{Decoding, MlpPolicy};
 use camdnn_policy::System;
 use clap::Args;
 
-use super::{curves_csv, curves_svg, eval, is_heldout, load_demos, read_model, train, TrainConfig};
 use crate::demos::Demo;
 use crate::export;
+use crate::train::{
+    curves_csv, curves_svg, eval, is_heldout, load_demos, read_model, train, TrainConfig,
+};
 
 /// `ilmodel train`.
 #[derive(Args, Debug)]
