@@ -158,6 +158,26 @@ enum Stop {
     Fatal(ErrorCode, String),
 }
 
+/// The reader's state between messages: the server's phase, whether the
+/// handshake is done, and the clocks its timeouts run from.
+struct Reader {
+    phase: tokio::sync::watch::Receiver<Phase>,
+    welcomed: bool,
+    closing: bool,
+    accepted: Instant,
+    last_message: Instant,
+}
+
+/// What waiting for the next message gave.
+enum Wait {
+    /// A message, a read error, or the end of the stream (`None`).
+    Item(Option<<Frames as futures::Stream>::Item>),
+    /// Nothing yet (a deadline not reached, the server starting to close): wait again.
+    Again,
+    /// Stop reading: a timeout, eviction, or a quiet client while closing.
+    Stop(Stop),
+}
+
 async fn read_loop(
     frames: &mut Frames,
     conn: &Arc<ConnShared>,
@@ -165,61 +185,18 @@ async fn read_loop(
     dispatch: &Arc<Dispatch>,
     (accepted, slot): (Instant, &Slot),
 ) -> bool {
-    let mut phase = dispatch.phase();
-    let mut welcomed = false;
-    let mut closing = false;
-    let mut last_message = accepted;
+    let mut r = Reader {
+        phase: dispatch.phase(),
+        welcomed: false,
+        closing: false,
+        accepted,
+        last_message: accepted,
+    };
     let stop = loop {
-        let item = if closing {
-            // Closing: answer (shutting down) what the client has already
-            // sent, and stop once it has been quiet for a moment.
-            match tokio::time::timeout(CLOSING_QUIET, frames.next()).await {
-                Ok(item) => item,
-                Err(_) => break Stop::Done,
-            }
-        } else {
-            let deadline = next_deadline(frames, cfg, welcomed, accepted, last_message);
-            // A message that starts while we wait brings its own, earlier deadline (the
-            // message timeout) and the read future cannot tell us, so look again at least
-            // every quarter of that timeout: a half-sent message is closed within 1.25x it.
-            let recheck =
-                Instant::now() + Duration::from_millis((cfg.message_timeout_ms / 4).max(10));
-            let wake = match deadline {
-                Some((at, _)) if at <= recheck => at,
-                _ => recheck,
-            };
-            let woke = tokio::select! {
-                item = frames.next() => Some(item),
-                _ = phase.wait_for(|p| *p == Phase::Closing) => {
-                    closing = true;
-                    continue;
-                }
-                () = slot.evict.notified() => {
-                    break Stop::Fatal(ErrorCode::ConnectionLimit, EVICTED.into());
-                }
-                () = tokio::time::sleep_until(wake.into()) => None,
-            };
-            match woke {
-                Some(item) => item,
-                None => {
-                    let Some((at, stage)) =
-                        next_deadline(frames, cfg, welcomed, accepted, last_message)
-                    else {
-                        continue;
-                    };
-                    if Instant::now() < at {
-                        continue;
-                    }
-                    if stage == "idle" && conn.streams().values().any(|s| s.in_flight > 0) {
-                        // Waiting for our answers is not idling.
-                        last_message = Instant::now();
-                        continue;
-                    }
-                    ::metrics::counter!(telemetry::CONNECTION_TIMEOUTS, "stage" => stage)
-                        .increment(1);
-                    break Stop::Fatal(ErrorCode::Timeout, timeout_message(stage, cfg));
-                }
-            }
+        let item = match wait_next(&mut r, frames, conn, cfg, slot).await {
+            Wait::Item(item) => item,
+            Wait::Again => continue,
+            Wait::Stop(stop) => break stop,
         };
         let is_frame = matches!(item, Some(Ok(Ok(ClientMessage::Frame(_)))));
         let msg = match item {
@@ -231,53 +208,14 @@ async fn read_loop(
             }
             Some(Ok(m)) => m,
         };
-        match (welcomed, msg) {
-            (false, Ok(ClientMessage::Hello(h))) => match negotiate(&h.versions) {
-                Some(version) => {
-                    tracing::debug!(conn = conn.id, client = %h.client_name, version, "handshake");
-                    let w = Welcome {
-                        version,
-                        max_message_size: cfg.max_message_size,
-                        window: cfg.window,
-                        server_name: cfg.server_name.clone(),
-                    };
-                    if conn.tx.send(ServerMessage::Welcome(w)).await.is_err() {
-                        break Stop::Done;
-                    }
-                    welcomed = true;
-                }
-                None => {
-                    break Stop::Fatal(
-                        ErrorCode::UnsupportedVersion,
-                        format!(
-                            "no common protocol version: client offers {:?}, server speaks {:?}",
-                            h.versions,
-                            camdnn_protocol::SUPPORTED_VERSIONS
-                        ),
-                    )
-                }
-            },
-            (false, _) => {
-                break Stop::Fatal(
-                    ErrorCode::HandshakeRequired,
-                    "the first message must be Hello".into(),
-                )
-            }
-            (true, Ok(ClientMessage::Hello(_))) => {
-                break Stop::Fatal(
-                    ErrorCode::UnexpectedMessage,
-                    "Hello after the handshake".into(),
-                )
-            }
-            (true, Ok(ClientMessage::Bye)) => break Stop::Done,
-            (true, Ok(ClientMessage::Frame(f))) => on_frame(f, conn, cfg, dispatch).await,
-            (true, Err(rejected)) => on_rejected(rejected, conn).await,
+        if let Some(stop) = handle_message(&mut r.welcomed, msg, conn, cfg, dispatch).await {
+            break stop;
         }
         // The message is handled: the next one's clock starts with its first byte (now, if
         // the buffer already holds part of it; the time we spent is not the client's).
-        last_message = Instant::now();
+        r.last_message = Instant::now();
         slot.touched(is_frame);
-        frames.get_mut().started = (!frames.read_buffer().is_empty()).then_some(last_message);
+        frames.get_mut().started = (!frames.read_buffer().is_empty()).then_some(r.last_message);
     };
     if let Stop::Fatal(code, message) = stop {
         tracing::info!(conn = conn.id, ?code, "closing connection: {message}");
@@ -293,6 +231,110 @@ async fn read_loop(
         return true;
     }
     false
+}
+
+/// Waits for the next message, or for the first deadline the client misses.
+async fn wait_next(
+    r: &mut Reader,
+    frames: &mut Frames,
+    conn: &Arc<ConnShared>,
+    cfg: &ServerConfig,
+    slot: &Slot,
+) -> Wait {
+    if r.closing {
+        // Closing: answer (shutting down) what the client has already
+        // sent, and stop once it has been quiet for a moment.
+        return match tokio::time::timeout(CLOSING_QUIET, frames.next()).await {
+            Ok(item) => Wait::Item(item),
+            Err(_) => Wait::Stop(Stop::Done),
+        };
+    }
+    let deadline = next_deadline(frames, cfg, r.welcomed, r.accepted, r.last_message);
+    // A message that starts while we wait brings its own, earlier deadline (the
+    // message timeout) and the read future cannot tell us, so look again at least
+    // every quarter of that timeout: a half-sent message is closed within 1.25x it.
+    let recheck = Instant::now() + Duration::from_millis((cfg.message_timeout_ms / 4).max(10));
+    let wake = match deadline {
+        Some((at, _)) if at <= recheck => at,
+        _ => recheck,
+    };
+    tokio::select! {
+        item = frames.next() => return Wait::Item(item),
+        _ = r.phase.wait_for(|p| *p == Phase::Closing) => {
+            r.closing = true;
+            return Wait::Again;
+        }
+        () = slot.evict.notified() => {
+            return Wait::Stop(Stop::Fatal(ErrorCode::ConnectionLimit, EVICTED.into()));
+        }
+        () = tokio::time::sleep_until(wake.into()) => {}
+    }
+    let Some((at, stage)) = next_deadline(frames, cfg, r.welcomed, r.accepted, r.last_message)
+    else {
+        return Wait::Again;
+    };
+    if Instant::now() < at {
+        return Wait::Again;
+    }
+    if stage == "idle" && conn.streams().values().any(|s| s.in_flight > 0) {
+        // Waiting for our answers is not idling.
+        r.last_message = Instant::now();
+        return Wait::Again;
+    }
+    ::metrics::counter!(telemetry::CONNECTION_TIMEOUTS, "stage" => stage).increment(1);
+    Wait::Stop(Stop::Fatal(ErrorCode::Timeout, timeout_message(stage, cfg)))
+}
+
+/// Handles one message: the handshake first, then frames, bad frames and
+/// Bye. `Some`: the reader stops.
+async fn handle_message(
+    welcomed: &mut bool,
+    msg: Result<ClientMessage, Rejected>,
+    conn: &Arc<ConnShared>,
+    cfg: &ServerConfig,
+    dispatch: &Arc<Dispatch>,
+) -> Option<Stop> {
+    match (*welcomed, msg) {
+        (false, Ok(ClientMessage::Hello(h))) => {
+            let Some(version) = negotiate(&h.versions) else {
+                return Some(Stop::Fatal(
+                    ErrorCode::UnsupportedVersion,
+                    format!(
+                        "no common protocol version: client offers {:?}, server speaks {:?}",
+                        h.versions,
+                        camdnn_protocol::SUPPORTED_VERSIONS
+                    ),
+                ));
+            };
+            tracing::debug!(conn = conn.id, client = %h.client_name, version, "handshake");
+            let w = Welcome {
+                version,
+                max_message_size: cfg.max_message_size,
+                window: cfg.window,
+                server_name: cfg.server_name.clone(),
+            };
+            if conn.tx.send(ServerMessage::Welcome(w)).await.is_err() {
+                return Some(Stop::Done);
+            }
+            *welcomed = true;
+        }
+        (false, _) => {
+            return Some(Stop::Fatal(
+                ErrorCode::HandshakeRequired,
+                "the first message must be Hello".into(),
+            ))
+        }
+        (true, Ok(ClientMessage::Hello(_))) => {
+            return Some(Stop::Fatal(
+                ErrorCode::UnexpectedMessage,
+                "Hello after the handshake".into(),
+            ))
+        }
+        (true, Ok(ClientMessage::Bye)) => return Some(Stop::Done),
+        (true, Ok(ClientMessage::Frame(f))) => on_frame(f, conn, cfg, dispatch).await,
+        (true, Err(rejected)) => on_rejected(rejected, conn).await,
+    }
+    None
 }
 
 /// A frame whose framing was fine but whose body was not.
