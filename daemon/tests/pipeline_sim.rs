@@ -134,6 +134,17 @@ fn classifies_every_routed_object(cfg: &DaemonConfig) {
         assert!(r.timing.total_us > 0);
     }
     assert_eq!(built.pipeline.in_flight(), 0);
+    // The pipeline's own counters saw the same work: one crop and one request per
+    // routed object, each batch's run on some processor's busy time.
+    let stats = built.pipeline.stats();
+    let requests: Vec<u64> = ["inception_v1", "squeezenet", "mobilenet_v1"]
+        .map(|m| stats.requests_of(m))
+        .to_vec();
+    assert_eq!(requests, [6, 12, 6]);
+    assert_eq!(stats.crop.count, 24);
+    let batches: u64 = stats.batches.values().map(|b| b.batches).sum();
+    assert_eq!(stats.hand_over.count, batches);
+    assert!(stats.busy_s.values().sum::<f64>() > 0.0);
     built.pipeline.shutdown();
 }
 

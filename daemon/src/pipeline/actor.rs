@@ -28,6 +28,7 @@ use super::health::PipelineHealth;
 use super::models::ModelRuntime;
 use super::prep::{CropSpec, PrepPool, Prepared};
 use super::reuse::Reuse;
+use super::stats::Stats;
 use super::step_thread::StepThread;
 use super::units::Unit;
 use super::work::WorkEstimate;
@@ -124,6 +125,8 @@ pub(super) struct Actor {
     pub parked: BTreeMap<u64, Event>,
     /// Tracking and result reuse (`None`: `[pipeline.track]` is off).
     pub reuse: Option<Reuse>,
+    /// What the pipeline did, for [`super::runtime::Pipeline::stats`].
+    pub stats: Stats,
 }
 
 impl Actor {
@@ -190,8 +193,9 @@ impl Actor {
             }
             Event::StepComputed(_, step) => {
                 if let Some(t0) = self.step_started.take() {
-                    metrics::histogram!("camdnn_global_step_seconds")
-                        .record(t0.elapsed().as_secs_f64());
+                    let took = t0.elapsed();
+                    metrics::histogram!("camdnn_global_step_seconds").record(took.as_secs_f64());
+                    self.stats.global_step(took);
                 }
                 self.step(now, FlowEvent::StepComputed(step));
             }

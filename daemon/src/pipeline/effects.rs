@@ -134,6 +134,7 @@ impl Actor {
         }
         let limit = self.stall.load_limit(v, i, j);
         metrics::counter!("camdnn_model_loads_total", "model" => model.clone(), "processor" => proc.clone()).increment(1);
+        self.stats.load(&model, &proc);
         let tx = self.tx.clone();
         let reply = Reply::new(move |r: Result<camdnn_engine::LoadReport, EngineError>| {
             let result = match r {

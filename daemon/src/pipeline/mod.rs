@@ -20,6 +20,7 @@ pub mod reuse;
 pub mod reuse_value;
 pub mod runtime;
 pub mod stall;
+pub mod stats;
 mod step_thread;
 pub mod units;
 pub mod work;

@@ -12,6 +12,7 @@ use camdnn_protocol::RejectReason;
 use camdnn_vision::{BBox, Frame, PixelFormat, Preprocessor, RgbImage, Transform};
 
 use super::models::InputPrep;
+use super::stats::Stats;
 
 /// One object's crop for one model.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +103,7 @@ impl PrepPool {
     pub fn start(
         n: usize,
         inputs: Arc<Vec<InputPrep>>,
+        stats: Stats,
         done: impl Fn(u64, Prepared) -> bool + Clone + Send + 'static,
     ) -> Self {
         // Unbounded, bounded by the scheduler thread, its only sender: at most
@@ -111,6 +113,7 @@ impl PrepPool {
         let threads = (0..n.max(1))
             .map(|t| {
                 let (rx, inputs, done) = (Arc::clone(&rx), Arc::clone(&inputs), done.clone());
+                let stats = stats.clone();
                 std::thread::Builder::new()
                     .name(format!("camdnn-prep-{t}"))
                     .spawn(move || {
@@ -121,7 +124,7 @@ impl PrepPool {
                                 Err(_) => return,
                             };
                             let Ok((ticket, job)) = job else { return };
-                            let out = run_job(&mut pre, &inputs, job);
+                            let out = run_job(&mut pre, &inputs, &stats, job);
                             if !done(ticket, out) {
                                 return;
                             }
@@ -154,12 +157,14 @@ impl Drop for PrepPool {
     }
 }
 
-fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], job: Job) -> Prepared {
+fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], stats: &Stats, job: Job) -> Prepared {
     match job {
         Job::Detect { frame, raw, model } => {
             let t0 = Instant::now();
             let out = detector_input(pre, inputs, frame, &raw, model);
-            metrics::histogram!("camdnn_frame_prep_seconds").record(t0.elapsed().as_secs_f64());
+            let took = t0.elapsed();
+            metrics::histogram!("camdnn_frame_prep_seconds").record(took.as_secs_f64());
+            stats.frame_prep(took);
             out
         }
         Job::DecodeAndCrop { frame, raw, crops } => match decode(&raw) {
@@ -168,13 +173,13 @@ fn run_job(pre: &mut Preprocessor, inputs: &[InputPrep], job: Job) -> Prepared {
                 reason,
                 message,
             },
-            Ok(image) => crop_all(pre, inputs, frame, Arc::new(image), crops),
+            Ok(image) => crop_all(pre, inputs, stats, frame, Arc::new(image), crops),
         },
         Job::Crop {
             frame,
             image,
             crops,
-        } => crop_all(pre, inputs, frame, image, crops),
+        } => crop_all(pre, inputs, stats, frame, image, crops),
     }
 }
 
@@ -210,6 +215,7 @@ fn detector_input(
 fn crop_all(
     pre: &mut Preprocessor,
     inputs: &[InputPrep],
+    stats: &Stats,
     frame: u64,
     image: Arc<RgbImage>,
     crops: Vec<CropSpec>,
@@ -222,7 +228,9 @@ fn crop_all(
                 .prepare(pre, &image, Some(c.bbox), c.rotate)
                 .map(|(t, _)| t)
                 .map_err(|e| format!("{e:#}"));
-            metrics::histogram!("camdnn_crop_seconds").record(t0.elapsed().as_secs_f64());
+            let took = t0.elapsed();
+            metrics::histogram!("camdnn_crop_seconds").record(took.as_secs_f64());
+            stats.crop(took);
             (c, t)
         })
         .collect();

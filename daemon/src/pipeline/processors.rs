@@ -234,11 +234,21 @@ impl Actor {
             + Instant::now().saturating_duration_since(report.finished);
         metrics::histogram!("camdnn_batch_overhead_seconds").record(overhead.as_secs_f64());
         self.last_finish[run.proc.0] = Some(report.finished);
+        let model = &view.models[run.model.0].name;
         let planned_ms = view.exec_ms(run.model, run.proc, run.objects.len());
-        if planned_ms.is_finite() && planned_ms > 0.0 {
-            metrics::histogram!("camdnn_batch_exec_vs_profile_ratio", "model" => view.models[run.model.0].name.clone(), "processor" => pname.to_string())
-                .record(report.exec_time().as_secs_f64() * 1e3 / planned_ms);
+        let ratio = (planned_ms.is_finite() && planned_ms > 0.0)
+            .then(|| report.exec_time().as_secs_f64() * 1e3 / planned_ms);
+        if let Some(ratio) = ratio {
+            metrics::histogram!("camdnn_batch_exec_vs_profile_ratio", "model" => model.clone(), "processor" => pname.to_string())
+                .record(ratio);
         }
+        self.stats.batch(
+            (model, pname),
+            run.objects.len(),
+            report.exec_time(),
+            ratio,
+            overhead,
+        );
     }
 
     pub(super) fn load_done(

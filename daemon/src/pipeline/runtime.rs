@@ -22,6 +22,7 @@ use super::health::{PipelineHealth, HEARTBEAT};
 use super::models::ModelRuntime;
 use super::prep::PrepPool;
 use super::reuse::{Reuse, DIRECT};
+use super::stats::{Stats, StatsSnapshot};
 use super::step_thread::StepThread;
 use super::units::Unit;
 use super::work::WorkEstimate;
@@ -39,6 +40,7 @@ pub struct Pipeline {
     drop_queued: Arc<AtomicBool>,
     work: Arc<WorkEstimate>,
     health: Arc<PipelineHealth>,
+    stats: Stats,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -113,6 +115,12 @@ impl FrameProcessor for Pipeline {
 }
 
 impl Pipeline {
+    /// What the pipeline did since it started ([`StatsSnapshot::since`] gives what it did
+    /// between two snapshots).
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
     /// True once the scheduler thread has ended (shut down or panicked).
     fn thread_ended(&self) -> bool {
         self.thread
@@ -193,9 +201,13 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
     let drop_queued = Arc::new(AtomicBool::new(false));
     let inputs = Arc::new(parts.models.iter().map(|m| m.input.clone()).collect());
     let prepared = tx.clone();
-    let prep = PrepPool::start(parts.prep_threads, inputs, move |ticket, out| {
-        prepared.send(Event::Prepared(ticket, out)).is_ok()
-    });
+    let stats = Stats::default();
+    let prep = PrepPool::start(
+        parts.prep_threads,
+        inputs,
+        stats.clone(),
+        move |ticket, out| prepared.send(Event::Prepared(ticket, out)).is_ok(),
+    );
     let upstream: Vec<bool> = parts
         .models
         .iter()
@@ -252,6 +264,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         next_in_order: 0,
         parked: BTreeMap::new(),
         reuse,
+        stats: stats.clone(),
     };
     let shared = Shared {
         in_flight,
@@ -259,6 +272,7 @@ pub(super) fn actor(parts: Parts, tx: mpsc::Sender<Event>) -> anyhow::Result<(Ac
         drop_queued,
         work,
         health,
+        stats,
     };
     Ok((actor, shared))
 }
@@ -270,6 +284,7 @@ pub(super) struct Shared {
     drop_queued: Arc<AtomicBool>,
     work: Arc<WorkEstimate>,
     health: Arc<PipelineHealth>,
+    stats: Stats,
 }
 
 /// Starts the scheduler thread and returns the pipeline handle.
@@ -288,6 +303,7 @@ pub fn start(parts: Parts) -> anyhow::Result<Pipeline> {
         drop_queued,
         work,
         health,
+        stats,
     } = shared;
     let thread = std::thread::Builder::new()
         .name("camdnn-scheduler".into())
@@ -301,6 +317,7 @@ pub fn start(parts: Parts) -> anyhow::Result<Pipeline> {
         drop_queued,
         work,
         health,
+        stats,
         thread: std::sync::Mutex::new(Some(thread)),
     })
 }

@@ -9,13 +9,14 @@ use camdnn_policy::sim::{default_deadline_ms, fmt_delay, Accounting};
 use camdnn_policy::stats::{bootstrap_median, MedianCi};
 use camdnn_policy::System;
 
-use super::scrape::{delta, internals, scrape};
+use super::internals::internals;
 use super::sequential::{Pool, Run};
 use super::stream::{drive, BenchFrame, Pace};
 use super::work::{self, Answers, Work};
 use super::{python, Args, Figures};
 use crate::config::DaemonConfig;
 use crate::pipeline;
+use crate::pipeline::stats::StatsSnapshot;
 
 /// Bootstrap resamples per interval.
 const RESAMPLES: usize = 2000;
@@ -26,9 +27,8 @@ const SEED: u64 = 0x0bad_5eed;
 
 /// What a pipeline run leaves for the report beyond its figures.
 pub(super) struct PipelineRun {
-    /// Metrics before and after the timed frames.
-    pub before: BTreeMap<String, f64>,
-    pub after: BTreeMap<String, f64>,
+    /// What the pipeline did during the timed frames.
+    pub stats: StatsSnapshot,
     /// Each frame's delay in frame order (`None`: not processed).
     pub by_frame: Vec<Option<f64>>,
 }
@@ -40,8 +40,8 @@ pub(super) enum Kind<'a> {
         built: pipeline::Built,
         window: usize,
         system: &'a System,
-        /// The last run's metrics and delays.
-        last: Option<PipelineRun>,
+        /// The last run's counters and delays.
+        last: Option<Box<PipelineRun>>,
     },
     /// Rust walkers round robin.
     Pool(Pool<'a>),
@@ -84,7 +84,6 @@ pub(super) struct Ctx<'c> {
     pub args: &'c Args,
     pub warm: &'c [BenchFrame],
     pub rt: &'c tokio::runtime::Runtime,
-    pub prom: &'c crate::telemetry::Exporter,
 }
 
 impl<'a> Contender<'a> {
@@ -118,16 +117,12 @@ impl<'a> Contender<'a> {
             } => {
                 let pace = fps.map_or(Pace::Window(*window), Pace::Fps);
                 ctx.rt.block_on(drive(built, ctx.warm, pace));
-                let before = scrape(ctx.prom);
+                let before = built.pipeline.stats();
                 let (figures, by_frame, digests) = ctx.rt.block_on(drive(built, frames, pace));
-                let after = scrape(ctx.prom);
-                let line = internals(&before, &after, figures.seconds);
-                let work = pipeline_work(system, &before, &after, &digests);
-                *last = Some(PipelineRun {
-                    before,
-                    after,
-                    by_frame,
-                });
+                let stats = built.pipeline.stats().since(&before);
+                let line = internals(&stats, figures.seconds);
+                let work = pipeline_work(system, &stats, &digests);
+                *last = Some(Box::new(PipelineRun { stats, by_frame }));
                 (
                     Run {
                         figures: Figures {
@@ -263,23 +258,12 @@ pub(super) fn open_rounds(
     Ok(())
 }
 
-/// The work of a pipeline run from its metrics and answers: items each
+/// The work of a pipeline run from its counters and answers: items each
 /// model ran (the root's are detector runs; an upstream root runs none).
-fn pipeline_work(
-    system: &System,
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-    digests: &[u64],
-) -> Work {
+fn pipeline_work(system: &System, stats: &StatsSnapshot, digests: &[u64]) -> Work {
     let mut w = Work::default();
     for (i, m) in system.models.iter().enumerate() {
-        let label = format!("model=\"{}\"", m.name);
-        let n: f64 = after
-            .keys()
-            .filter(|k| k.starts_with("camdnn_batch_size_sum{") && k.contains(&label))
-            .map(|k| delta(before, after, k))
-            .sum();
-        let n = n.round() as u64;
+        let n = stats.requests_of(&m.name);
         if system.roots().any(|r| r.0 == i) {
             w.detector_runs += n;
         } else if n > 0 {

@@ -7,7 +7,7 @@ use camdnn_policy::sim::Trace;
 use camdnn_policy::System;
 
 use super::contenders::{Contender, Kind};
-use super::scrape::{exec_vs_profile, DRIFT_OK};
+use super::internals::DRIFT_OK;
 use super::stream::mean_scene;
 use super::{Args, ClosedRun};
 use crate::config::DaemonConfig;
@@ -68,7 +68,7 @@ pub(super) fn print_limits(
 
 /// Whether the closed loop's batches ran at the profile's speed.
 pub(super) fn print_drift(cfg: &DaemonConfig, closed: &ClosedRun) {
-    let Some(drift) = exec_vs_profile(&closed.before, &closed.after) else {
+    let Some(drift) = closed.stats.exec_vs_profile() else {
         return;
     };
     let profile = cfg.resolve(&cfg.pipeline.profile);

@@ -22,16 +22,16 @@
 
 mod contenders;
 mod drill;
+mod internals;
 mod limits;
 mod lineup;
 mod python;
-mod scrape;
 mod sequential;
 mod sim_compare;
 mod stream;
 pub(crate) mod work;
 
-use std::collections::BTreeMap;
+use crate::pipeline::stats::StatsSnapshot;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -43,9 +43,9 @@ use serde_json::json;
 use crate::config::DaemonConfig;
 use crate::pipeline;
 use contenders::{closed_rounds, open_rounds, print_closed, print_open, Contender, Ctx, Kind};
+use internals::work_per_frame;
 use limits::{print_drift, print_limits};
 use lineup::{all_ort, contenders};
-use scrape::work_per_frame;
 use stream::{mean_scene, spread, BenchFrame, Stream};
 use work::Work;
 
@@ -237,7 +237,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let stream = Stream::of(args, &cfg, &system)?;
     print_header(args, &cfg, &stream);
 
-    let prom = crate::telemetry::install(&Default::default(), "bench")?;
+    // The pipelines record their metrics as the daemon's do (the bench pays what the
+    // service pays); the bench reads each pipeline's own counters, not this recorder.
+    let _recorder = crate::telemetry::install(&Default::default(), "bench")?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,7 +273,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args,
         warm: &stream.warm,
         rt: &rt,
-        prom: &prom,
     };
     closed_rounds(&mut contenders, &ctx, &stream.frames, args.rounds)?;
     print_closed(&contenders, args.rounds);
@@ -303,7 +304,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             cfg: &cfg,
             system: &system,
             args,
-            prom: &prom,
             rt: &rt,
             stream: &stream,
             trace: trace.as_ref(),
@@ -381,10 +381,10 @@ fn run_drill(
     )
 }
 
-/// The pipeline's last closed-loop round, as its metrics and answers saw it.
+/// The pipeline's last closed-loop round, as its counters and answers saw it.
 struct ClosedRun {
-    before: BTreeMap<String, f64>,
-    after: BTreeMap<String, f64>,
+    /// What the pipeline did in the round.
+    stats: StatsSnapshot,
     /// Each frame's delay in frame order (`None`: not processed).
     by_frame: Vec<Option<f64>>,
     /// Frames it keeps inside.
@@ -398,7 +398,7 @@ impl ClosedRun {
     fn scenes(&self, stream: &Stream, system: &camdnn_policy::System) -> (Option<Trace>, u32) {
         match &stream.trace {
             Some(t) => (Some(t.clone()), 1),
-            None => match work_per_frame(system, &self.before, &self.after, stream.frames.len()) {
+            None => match work_per_frame(system, &self.stats, stream.frames.len()) {
                 Some((t, roots)) => (Some(t), roots),
                 None => (None, 1),
             },
@@ -410,8 +410,7 @@ impl ClosedRun {
     fn of(contenders: &[Contender], window: usize) -> anyhow::Result<ClosedRun> {
         let closed = match &contenders[0].kind {
             Kind::Pipeline { last: Some(l), .. } => ClosedRun {
-                before: l.before.clone(),
-                after: l.after.clone(),
+                stats: l.stats.clone(),
                 by_frame: l.by_frame.clone(),
                 window,
             },

@@ -1,8 +1,6 @@
 //! The pipeline open loop at a camera rate next to the simulator's prediction for the same
 //! stream, knobs and host costs.
 
-use std::collections::BTreeMap;
-
 use anyhow::{bail, Context};
 use camdnn_policy::admission::FrameAdmission;
 use camdnn_policy::schedulers;
@@ -13,12 +11,11 @@ use camdnn_policy::stats::Summary;
 use camdnn_policy::System;
 use serde_json::json;
 
-use super::scrape::{exec_vs_profile, mean_ms, scrape};
 use super::stream::{drive, Pace, Stream};
 use super::{Args, ClosedRun};
 use crate::config::DaemonConfig;
 use crate::pipeline;
-use crate::telemetry::Exporter;
+use crate::pipeline::stats::StatsSnapshot;
 
 /// One line of a run's accounting: on time / late / dropped of offered,
 /// goodput and the percentiles over all offered frames.
@@ -103,21 +100,15 @@ pub(super) struct HostCosts {
 }
 
 impl HostCosts {
-    /// The means the pipeline recorded between two scrapes (0 for a cost it
-    /// never paid, e.g. crops on a graph without any).
-    pub(super) fn measured(
-        before: &BTreeMap<String, f64>,
-        after: &BTreeMap<String, f64>,
-        fps: f64,
-        root_items: u32,
-    ) -> Self {
-        let mean = |name| mean_ms(before, after, name).unwrap_or(0.0);
+    /// The means the pipeline recorded in `d` (the difference of two snapshots; 0 for a
+    /// cost it never paid, e.g. crops on a graph without any).
+    pub(super) fn measured(d: &StatsSnapshot, fps: f64, root_items: u32) -> Self {
         HostCosts {
             fps,
-            crop_ms: mean("camdnn_crop_seconds"),
-            frame_prep_ms: mean("camdnn_frame_prep_seconds"),
-            batch_overhead_ms: mean("camdnn_batch_overhead_seconds"),
-            step_cost_ms: mean("camdnn_global_step_seconds"),
+            crop_ms: d.crop.mean_ms().unwrap_or(0.0),
+            frame_prep_ms: d.frame_prep.mean_ms().unwrap_or(0.0),
+            batch_overhead_ms: d.hand_over.mean_ms().unwrap_or(0.0),
+            step_cost_ms: d.global_step.mean_ms().unwrap_or(0.0),
             root_items,
         }
     }
@@ -161,7 +152,6 @@ pub(super) struct OpenRun<'a> {
     pub cfg: &'a DaemonConfig,
     pub system: &'a System,
     pub args: &'a Args,
-    pub prom: &'a Exporter,
     pub rt: &'a tokio::runtime::Runtime,
     pub stream: &'a Stream,
     /// The frames' scenes (measured from the closed loop for image graphs).
@@ -181,7 +171,6 @@ pub(super) fn open_loop_vs_sim(
         cfg,
         system,
         args,
-        prom,
         rt,
         stream,
         trace,
@@ -194,13 +183,13 @@ pub(super) fn open_loop_vs_sim(
     eprintln!("pipeline: restarted, open loop at {fps:.2} fps ...");
     let built = pipeline::start(&cfg.pipeline)?;
     rt.block_on(drive(&built, &stream.warm, Pace::Fps(fps)));
-    let before = scrape(prom);
+    let before = built.pipeline.stats();
     let (open, by_frame, _) = rt.block_on(drive(&built, &stream.frames, Pace::Fps(fps)));
     // The host costs at this load: with both cores busy in the closed loop,
     // handing a batch over took longer than here.
-    let after = scrape(prom);
-    let host = HostCosts::measured(&before, &after, fps, root_items);
-    let open_drift = exec_vs_profile(&before, &after);
+    let stats = built.pipeline.stats().since(&before);
+    let host = HostCosts::measured(&stats, fps, root_items);
+    let open_drift = stats.exec_vs_profile();
     let measured = open.summary();
     let Some(trace) = trace else {
         println!(
@@ -296,7 +285,7 @@ fn open_rate(run: &OpenRun, closed: &ClosedRun) -> anyhow::Result<f64> {
     let fps = match (args.fps, trace) {
         (Some(fps), _) => fps,
         (None, Some(t)) => {
-            let mut host = HostCosts::measured(&closed.before, &closed.after, 0.0, root_items);
+            let mut host = HostCosts::measured(&closed.stats, 0.0, root_items);
             host.fps = LOAD * sustained;
             let busiest = simulate_frames(system, t, args, cfg, &host)?
                 .utilisation()
