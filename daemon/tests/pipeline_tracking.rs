@@ -14,12 +14,9 @@ use bytes::Bytes;
 use camdnn_daemon::config::DaemonConfig;
 use camdnn_daemon::pipeline::{self, FrameProcessor, Outcome};
 use camdnn_daemon::server::config::ServerConfig;
-use camdnn_daemon::telemetry::MetricsConfig;
-use camdnn_daemon::telemetry::{self, Exporter};
-use camdnn_policy::admission::FrameAdmission;
+use camdnn_daemon::telemetry::{self, Exporter, MetricsConfig};
 use camdnn_policy::reuse::ReuseConfig;
-use camdnn_policy::scheduler::{Batching, EpochJob, EpochOutcome, Scheduler};
-use camdnn_policy::{Cluster, ModelId, Plan, ProcId, System};
+use camdnn_policy::schedulers::{Recording, SceneLog};
 use camdnn_protocol::{
     BBox, ClassRef, Client, Frame, FrameResult, PixelFormat, ServerMessage, UpstreamDetection,
 };
@@ -271,74 +268,6 @@ fn a_version_2_client_is_answered_in_version_2_and_its_stream_is_reused() {
     server.shutdown();
 }
 
-/// A scheduler that logs every scene the flow shows it and leaves every decision to `inner`.
-struct SceneSpy {
-    inner: Box<dyn Scheduler + Send>,
-    scenes: Arc<Mutex<Vec<Vec<u32>>>>,
-}
-
-impl Scheduler for SceneSpy {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn batching(&self) -> Batching {
-        self.inner.batching()
-    }
-    fn place(
-        &mut self,
-        system: &System,
-        cluster: &Cluster,
-        now: f64,
-        i: ModelId,
-        waiting: usize,
-    ) -> Option<(ProcId, usize)> {
-        self.inner.place(system, cluster, now, i, waiting)
-    }
-    fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
-        self.inner.batch_target(system, cluster, i)
-    }
-    fn initial_plan(&mut self, system: &System) -> Plan {
-        self.inner.initial_plan(system)
-    }
-    fn frame_order(&self, system: &System, models: &mut [ModelId]) {
-        self.inner.frame_order(system, models)
-    }
-    fn system_override(&self, system: &System) -> Option<System> {
-        self.inner.system_override(system)
-    }
-    fn set_admission(&mut self, admission: FrameAdmission) {
-        self.inner.set_admission(admission)
-    }
-    fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
-        self.scenes.lock().unwrap().push(scene.to_vec());
-        self.inner.observe_scene(system, cluster, now, scene)
-    }
-    fn frame_done(&mut self, now: f64, delay_ms: Option<f64>) {
-        self.inner.frame_done(now, delay_ms)
-    }
-    fn start_epoch(
-        &mut self,
-        system: &System,
-        cluster: &Cluster,
-        now: f64,
-        scene: &[u32],
-        frames: f64,
-        epoch_ms: f64,
-    ) -> Option<EpochJob> {
-        self.inner
-            .start_epoch(system, cluster, now, scene, frames, epoch_ms)
-    }
-    fn finish_epoch(
-        &mut self,
-        system: &System,
-        cluster: &mut Cluster,
-        now: f64,
-        job: EpochJob,
-    ) -> EpochOutcome {
-        self.inner.finish_epoch(system, cluster, now, job)
-    }
-}
-
 /// The scene each frame shows the scheduler (and its global step) counts only the requests
 /// that are inferred: a frame whose objects were all answered from their tracks is an empty
 /// scene, not the two objects it shows.
@@ -346,10 +275,10 @@ impl Scheduler for SceneSpy {
 fn the_planners_see_only_the_requests_that_are_inferred() {
     let _turn = one_at_a_time();
     exporter();
-    let scenes = Arc::new(Mutex::new(Vec::new()));
+    let scenes = SceneLog::default();
     let log = Arc::clone(&scenes);
     let built = pipeline::start_with(&config().pipeline, move |inner| {
-        Box::new(SceneSpy { inner, scenes: log })
+        Box::new(Recording::new(inner).0.logging_scenes_to(log))
     })
     .expect("the pipeline starts");
     let frames = 2 * INTERVAL as u64;

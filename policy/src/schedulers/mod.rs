@@ -18,7 +18,7 @@ pub use fixed::Fixed;
 pub use heft::Heft;
 pub use local::LocalDispatcher;
 pub use ltf::LongestTaskFirst;
-pub use recording::{Recording, StepLog};
+pub use recording::{Recording, SceneLog, StepLog};
 
 use crate::scheduler::Scheduler;
 use crate::{Cluster, ModelId, ProcId, System};

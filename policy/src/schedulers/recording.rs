@@ -1,6 +1,7 @@
-//! A scheduler that records every global step another one takes: when and
-//! with how many frames. Tests and diagnostics use it to check that the
-//! simulator and the daemon step as `policy::stepper` says.
+//! A scheduler that records what another one is told: every global step it
+//! takes (when and with how many frames) and every scene it is shown. Tests
+//! and diagnostics use it to check that the simulator and the daemon step as
+//! `policy::stepper` says and plan for the work really offered.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,10 +12,14 @@ use crate::{Cluster, ModelId, Plan, ProcId, System};
 /// The global steps recorded: (now, ms; frames the step was given).
 pub type StepLog = Arc<Mutex<Vec<(f64, f64)>>>;
 
-/// `inner` deciding everything, each of its global steps logged.
+/// The scenes a scheduler was shown, in order.
+pub type SceneLog = Arc<Mutex<Vec<Vec<u32>>>>;
+
+/// `inner` deciding everything, each of its global steps and scenes logged.
 pub struct Recording {
     inner: Box<dyn Scheduler + Send>,
     steps: StepLog,
+    scenes: SceneLog,
 }
 
 impl Recording {
@@ -26,9 +31,17 @@ impl Recording {
             Recording {
                 inner,
                 steps: Arc::clone(&steps),
+                scenes: SceneLog::default(),
             },
             steps,
         )
+    }
+
+    /// The same recording, the scenes `inner` is shown logged to `scenes`
+    /// (shared with the caller).
+    pub fn logging_scenes_to(mut self, scenes: SceneLog) -> Self {
+        self.scenes = scenes;
+        self
     }
 }
 
@@ -65,6 +78,9 @@ impl Scheduler for Recording {
         self.inner.set_admission(admission)
     }
     fn observe_scene(&mut self, system: &System, cluster: &Cluster, now: f64, scene: &[u32]) {
+        if let Ok(mut log) = self.scenes.lock() {
+            log.push(scene.to_vec());
+        }
         self.inner.observe_scene(system, cluster, now, scene)
     }
     fn frame_done(&mut self, now: f64, delay_ms: Option<f64>) {
