@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::{BatchMode, EngineError, ModelInfo, ModelSource, Tensor};
+use crate::{BatchMode, EngineError, ModelInfo, ModelName, ModelSource, Tensor};
 
 /// How long one run may take before the worker gives up on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub struct LoadReport {
 #[derive(Debug, Clone)]
 pub struct RunReport {
     /// Model that ran.
-    pub model: String,
+    pub model: ModelName,
     /// Named outputs, leading dim = batch.
     pub outputs: Vec<Tensor>,
     /// Batch size k.
@@ -116,14 +116,14 @@ pub enum Command {
     /// Drop a resident model (frees its memory).
     Unload {
         /// Model name.
-        model: String,
+        model: ModelName,
         /// Where to answer; `Ok(true)` if it was resident.
         reply: Reply<Result<bool, EngineError>>,
     },
     /// Run one batch of a resident model.
     Run {
         /// Model name.
-        model: String,
+        model: ModelName,
         /// Inputs, leading dim = batch.
         inputs: Vec<Tensor>,
         /// Scheduling priority (0 lowest): among queued runs, higher goes first.

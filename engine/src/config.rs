@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ModelName;
+
 /// Which engine a processor uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -141,7 +143,7 @@ pub enum ModelFormat {
 #[serde(deny_unknown_fields)]
 pub struct ModelSource {
     /// Model name, used in commands and errors.
-    pub name: String,
+    pub name: ModelName,
     /// Path of the model file.
     pub path: PathBuf,
     /// Format; `None`: from the file extension (`.onnx`, `.tflite`).
@@ -161,7 +163,7 @@ pub struct ModelSource {
 
 impl ModelSource {
     /// A model from a path, with no input-shape overrides.
-    pub fn new(name: impl Into<String>, path: impl Into<PathBuf>) -> ModelSource {
+    pub fn new(name: impl Into<ModelName>, path: impl Into<PathBuf>) -> ModelSource {
         ModelSource {
             name: name.into(),
             path: path.into(),

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::ModelName;
+
 /// Why loading a model, running a batch or starting a worker failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -9,7 +11,7 @@ pub enum EngineError {
     #[error("model `{model}`: cannot read {path}: {reason}")]
     ModelFile {
         /// Model name from the config.
-        model: String,
+        model: ModelName,
         /// Path that was tried.
         path: PathBuf,
         /// What the OS or the parser said.
@@ -19,7 +21,7 @@ pub enum EngineError {
     #[error("model `{model}` uses operators the {engine} engine does not support: {}", ops.join(", "))]
     UnsupportedOps {
         /// Model name from the config.
-        model: String,
+        model: ModelName,
         /// Engine that refused it.
         engine: &'static str,
         /// Operator types (ONNX op_type) that are missing, sorted, without duplicates.
@@ -29,7 +31,7 @@ pub enum EngineError {
     #[error("model `{model}`: {reason}")]
     BadModelConfig {
         /// Model name from the config.
-        model: String,
+        model: ModelName,
         /// What is wrong.
         reason: String,
     },
@@ -48,7 +50,7 @@ pub enum EngineError {
     #[error("model `{model}`: bad input: {reason}")]
     BadInput {
         /// Model name.
-        model: String,
+        model: ModelName,
         /// What does not match.
         reason: String,
     },
@@ -68,7 +70,7 @@ pub enum EngineError {
     #[error("model `{model}`: {engine} engine failed while {stage}: {reason}")]
     Backend {
         /// Model name.
-        model: String,
+        model: ModelName,
         /// Engine name.
         engine: &'static str,
         /// What it was doing ("loading", "optimizing for batch 4", "running").
@@ -82,7 +84,7 @@ pub enum EngineError {
         /// Processor name.
         processor: String,
         /// Model name.
-        model: String,
+        model: ModelName,
     },
     /// The engine panicked while loading or running a model. After a panic
     /// while running, the worker restarted: it dropped every model it held
@@ -92,7 +94,7 @@ pub enum EngineError {
         /// Processor name.
         processor: String,
         /// Model name.
-        model: String,
+        model: ModelName,
         /// Engine name.
         engine: &'static str,
         /// What it was doing ("loading", "running").
@@ -112,7 +114,7 @@ pub enum EngineError {
         /// Processor name.
         processor: String,
         /// Model name.
-        model: String,
+        model: ModelName,
         /// Engine name.
         engine: &'static str,
         /// What it was doing ("loading", "running").

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::command::{Command, LoadReport, Reply, RunReport};
 use crate::supervise::Shared;
-use crate::{EngineError, LoadedModel, ProcessorConfig};
+use crate::{EngineError, LoadedModel, ModelName, ProcessorConfig};
 
 /// Starts the thread serving `shared`'s commands as executor `generation`.
 pub(crate) fn spawn_executor(
@@ -52,10 +52,10 @@ pub(crate) fn core_id(processor: &str, core: usize) -> Result<core_affinity::Cor
         .ok_or_else(|| err(format!("core {core} does not exist or is not usable")))
 }
 
-fn panicked(proc: &ProcessorConfig, model: &str, stage: &'static str) -> EngineError {
+fn panicked(proc: &ProcessorConfig, model: &ModelName, stage: &'static str) -> EngineError {
     EngineError::Panicked {
         processor: proc.name.clone(),
-        model: model.to_string(),
+        model: model.clone(),
         engine: proc.engine.as_str(),
         stage,
         restarted: stage == "running",
@@ -102,7 +102,7 @@ fn next_command(shared: &Shared) -> Option<Command> {
 fn answer_within<T: Send + 'static>(
     shared: &Shared,
     generation: u64,
-    (model, stage): (&str, &'static str),
+    (model, stage): (&ModelName, &'static str),
     limit: Option<Duration>,
     reply: Reply<Result<T, EngineError>>,
     call: impl FnOnce() -> Result<T, EngineError>,
@@ -134,7 +134,7 @@ fn answer_within<T: Send + 'static>(
 /// sender is gone, or until this thread is abandoned in a stuck call.
 fn serve(shared: &Shared, generation: u64) {
     let (proc, engine) = (&shared.proc, shared.engine.as_ref());
-    let mut models: HashMap<String, Box<dyn LoadedModel>> = HashMap::new();
+    let mut models: HashMap<ModelName, Box<dyn LoadedModel>> = HashMap::new();
     while let Some(cmd) = next_command(shared) {
         match cmd {
             Command::Load {
@@ -166,7 +166,7 @@ fn serve(shared: &Shared, generation: u64) {
                             }
                         })
                 };
-                let what = (model.name.as_str(), "loading");
+                let what = (&model.name, "loading");
                 if !answer_within(shared, generation, what, limit, reply, load) {
                     return;
                 }
@@ -220,7 +220,7 @@ fn serve(shared: &Shared, generation: u64) {
                         }
                     }
                 };
-                let what = (model.as_str(), "running");
+                let what = (&model, "running");
                 if !answer_within(shared, generation, what, limit, reply, run) {
                     return;
                 }

@@ -16,6 +16,7 @@ mod engine;
 mod error;
 mod executor;
 mod model;
+mod name;
 mod ort_engine;
 mod sim;
 mod supervise;
@@ -30,6 +31,7 @@ pub use config::{EngineKind, ModelFormat, ModelSource, OrtProvider, ProcessorCon
 pub use engine::{Engine, LoadedModel};
 pub use error::EngineError;
 pub use model::{BatchMode, Dim, ModelInfo, TensorInfo};
+pub use name::ModelName;
 pub use ort_engine::{dev_ort_library, packaged_ort_library, OrtEngine};
 pub use sim::{SimEngine, SimFaults, SimModelSpec};
 pub use supervise::{StuckCommand, Supervision, WorkerStatus, DEFAULT_MAX_ABANDONED};

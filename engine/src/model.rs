@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{DType, EngineError, EngineKind, Tensor};
+use crate::{DType, EngineError, EngineKind, ModelName, Tensor};
 
 /// One dimension of a model input or output.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,7 +70,7 @@ pub enum BatchMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelInfo {
     /// Model name from the config.
-    pub name: String,
+    pub name: ModelName,
     /// Engine that holds it.
     pub engine: EngineKind,
     /// Inputs, in the order `run` expects them.
@@ -227,7 +227,7 @@ pub(crate) fn resolve_dims(
     allow_symbolic: bool,
 ) -> Result<Vec<Dim>, EngineError> {
     let err = |reason: String| EngineError::BadModelConfig {
-        model: model.to_string(),
+        model: model.into(),
         reason: format!("input `{input}`: {reason}"),
     };
     match (model_dims, given) {
@@ -295,7 +295,7 @@ pub(crate) fn batch_mode_of(model: &str, inputs: &[TensorInfo]) -> Result<BatchM
         [Dim::Batch] => Ok(BatchMode::Native),
         [Dim::Fixed(b)] if *b > 0 => Ok(BatchMode::Loop { model_batch: *b }),
         _ => Err(EngineError::BadModelConfig {
-            model: model.to_string(),
+            model: model.into(),
             reason: format!(
                 "inputs have no common leading (batch) dim: {}",
                 inputs

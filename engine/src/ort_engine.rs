@@ -350,7 +350,7 @@ impl Engine for OrtEngine {
         let session = self.session(model, proc, provider)?;
         let name = model.name.as_str();
         let bad = |reason: String| EngineError::BadModelConfig {
-            model: name.to_string(),
+            model: name.into(),
             reason,
         };
         let input_names: Vec<&str> = session.inputs().iter().map(|o| o.name()).collect();
@@ -436,7 +436,7 @@ impl Engine for OrtEngine {
             }
         );
         let info = ModelInfo {
-            name: name.to_string(),
+            name: name.into(),
             engine: EngineKind::Ort,
             inputs,
             outputs,

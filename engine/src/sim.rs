@@ -129,7 +129,7 @@ impl Engine for SimEngine {
             model: model.name.clone(),
             reason,
         };
-        let spec = self.models.get(&model.name).ok_or_else(|| {
+        let spec = self.models.get(model.name.as_str()).ok_or_else(|| {
             bad(format!(
                 "the sim engine has no timings for this model (it knows: {})",
                 {
@@ -156,7 +156,7 @@ impl Engine for SimEngine {
             }
         }
         let batch = batch_mode_of(&model.name, &spec.inputs)?;
-        let faults = self.faults.get(&model.name).cloned();
+        let faults = self.faults.get(model.name.as_str()).cloned();
         if let Some(f) = &faults {
             let n = f.loads.fetch_add(1, Ordering::Relaxed) + 1;
             if f.faults.fail_loads.contains(&n) {

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::command::Command;
-use crate::{Engine, EngineError, ProcessorConfig};
+use crate::{Engine, EngineError, ModelName, ProcessorConfig};
 
 /// Abandoned threads a worker allows by default ([`Supervision`]).
 pub const DEFAULT_MAX_ABANDONED: usize = 2;
@@ -48,7 +48,7 @@ impl Default for Supervision {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StuckCommand {
     /// The model it loads or runs.
-    pub model: String,
+    pub model: ModelName,
     /// "loading" or "running".
     pub stage: &'static str,
     /// When the engine call started.
@@ -155,7 +155,7 @@ impl Shared {
     pub(crate) fn begin(
         &self,
         generation: u64,
-        model: &str,
+        model: &ModelName,
         stage: &'static str,
         limit: Option<Duration>,
         time_out: Box<dyn FnOnce(EngineError) + Send>,
@@ -168,7 +168,7 @@ impl Shared {
         st.current = Some(Current {
             deadline: limit.map(|l| since + l),
             stuck: StuckCommand {
-                model: model.to_owned(),
+                model: model.clone(),
                 stage,
                 since,
                 limit: limit.unwrap_or(Duration::MAX),

@@ -171,7 +171,7 @@ impl Tensor {
         let batch = self.batch().unwrap_or(0);
         if start + len > batch {
             return Err(EngineError::BadInput {
-                model: String::new(),
+                model: "".into(),
                 reason: format!(
                     "tensor `{}`: rows {start}..{} out of a batch of {batch}",
                     self.name,
@@ -209,12 +209,12 @@ impl Tensor {
     /// name, element type and every other dimension.
     pub fn concat_batch(parts: &[Tensor]) -> Result<Tensor, EngineError> {
         let first = parts.first().ok_or_else(|| EngineError::BadInput {
-            model: String::new(),
+            model: "".into(),
             reason: "concat_batch of zero tensors".into(),
         })?;
         if first.shape.is_empty() {
             return Err(EngineError::BadInput {
-                model: String::new(),
+                model: "".into(),
                 reason: format!("tensor `{}` is a scalar, it has no batch dim", first.name),
             });
         }
@@ -229,7 +229,7 @@ impl Tensor {
                 || p.dtype() != first.dtype()
             {
                 return Err(EngineError::BadInput {
-                    model: String::new(),
+                    model: "".into(),
                     reason: format!(
                         "cannot concatenate `{}` {:?} {:?} with {:?} {:?}",
                         first.name,

@@ -76,7 +76,7 @@ impl Engine for TractEngine {
 
 fn backend(model: &str, stage: impl Into<String>, e: impl std::fmt::Display) -> EngineError {
     EngineError::Backend {
-        model: model.to_string(),
+        model: model.into(),
         engine: ENGINE,
         stage: stage.into(),
         // `{:#}` of an anyhow error prints the whole cause chain on one line.
@@ -86,7 +86,7 @@ fn backend(model: &str, stage: impl Into<String>, e: impl std::fmt::Display) -> 
 
 fn bad_config(model: &str, reason: String) -> EngineError {
     EngineError::BadModelConfig {
-        model: model.to_string(),
+        model: model.into(),
         reason,
     }
 }

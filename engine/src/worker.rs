@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::command::{Command, LoadReport, Reply, RunLimit, RunReport};
 use crate::executor::{core_id, spawn_executor};
 use crate::supervise::{Shared, WorkerStatus};
-use crate::{Engine, EngineError, ModelSource, ProcessorConfig, Supervision, Tensor};
+use crate::{Engine, EngineError, ModelName, ModelSource, ProcessorConfig, Supervision, Tensor};
 
 /// A cloneable sender of commands to one worker.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ impl WorkerHandle {
     /// Queues an unload.
     pub fn unload(
         &self,
-        model: impl Into<String>,
+        model: impl Into<ModelName>,
         reply: Reply<Result<bool, EngineError>>,
     ) -> Result<(), EngineError> {
         self.send(Command::Unload {
@@ -101,7 +101,7 @@ impl WorkerHandle {
     /// Queues a run at the lowest priority; the submit time is taken now.
     pub fn run(
         &self,
-        model: impl Into<String>,
+        model: impl Into<ModelName>,
         inputs: Vec<Tensor>,
         reply: Reply<Result<RunReport, EngineError>>,
     ) -> Result<(), EngineError> {
@@ -111,7 +111,7 @@ impl WorkerHandle {
     /// Queues a run that goes before queued runs of lower `priority`.
     pub fn run_with_priority(
         &self,
-        model: impl Into<String>,
+        model: impl Into<ModelName>,
         inputs: Vec<Tensor>,
         priority: u8,
         reply: Reply<Result<RunReport, EngineError>>,
@@ -122,7 +122,7 @@ impl WorkerHandle {
     /// Queues a run at `priority` that may take at most `limit` once started.
     pub fn run_within(
         &self,
-        model: impl Into<String>,
+        model: impl Into<ModelName>,
         inputs: Vec<Tensor>,
         priority: u8,
         limit: Option<RunLimit>,
@@ -155,12 +155,16 @@ impl WorkerHandle {
     }
 
     /// Unloads and blocks until done.
-    pub fn unload_blocking(&self, model: &str) -> Result<bool, EngineError> {
+    pub fn unload_blocking(&self, model: impl Into<ModelName>) -> Result<bool, EngineError> {
         self.wait(|r| self.unload(model, r))
     }
 
     /// Runs and blocks until done.
-    pub fn run_blocking(&self, model: &str, inputs: Vec<Tensor>) -> Result<RunReport, EngineError> {
+    pub fn run_blocking(
+        &self,
+        model: impl Into<ModelName>,
+        inputs: Vec<Tensor>,
+    ) -> Result<RunReport, EngineError> {
         self.wait(|r| self.run(model, inputs, r))
     }
 }

@@ -171,7 +171,7 @@ impl Actor {
         if self.models[i.0].decoder.is_upstream() {
             return;
         }
-        let model = self.flow.view().models[i.0].name.clone();
+        let model = self.sources[i.0].name.clone();
         let _ = self.units[j.0].send(Command::Unload {
             model,
             reply: Reply::new(|_| {}),
@@ -234,7 +234,7 @@ impl Actor {
             .stall
             .run_limit(self.flow.view(), run.model, run.proc, run.objects.len());
         let cmd = Command::Run {
-            model: name,
+            model: self.sources[run.model.0].name.clone(),
             inputs: vec![inputs],
             priority: run.priority,
             limit: Some(limit),

@@ -290,7 +290,7 @@ fn measure(
         for (m, sample) in p.models.iter().zip(samples) {
             if !m.output.is_upstream() && background.is_some_and(|on| on[j].contains(&m.name)) {
                 let mut source = m.source(|f| cfg.resolve(f), 1);
-                source.name = format!("{} (neighbour)", m.name);
+                source.name = format!("{} (neighbour)", m.name).into();
                 if h.load_blocking(source.clone()).is_ok() {
                     neighbours.push((m.name.clone(), source.name, sample[0].clone()));
                 }
