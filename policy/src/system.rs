@@ -79,180 +79,23 @@ impl System {
         if nb == 0 || nb > u8::MAX as usize {
             return Err(bad("max_batch", nb, "must be between 1 and 255"));
         }
-        let mut proc_index = BTreeMap::new();
-        let mut processors = Vec::with_capacity(spec.processors.len());
-        if spec.processors.is_empty() {
-            return Err(bad("processor", "[]", "at least one processor is needed"));
-        }
-        for (j, p) in spec.processors.iter().enumerate() {
-            if p.name.is_empty() {
-                return Err(bad(
-                    format!("processor[{j}].name"),
-                    "\"\"",
-                    "must not be empty",
-                ));
-            }
-            if proc_index.insert(p.name.clone(), ProcId(j)).is_some() {
-                return Err(SpecError::Duplicate {
-                    what: "processor",
-                    name: p.name.clone(),
-                });
-            }
-            if p.max_resident == 0 {
-                return Err(bad(
-                    format!("processor.{}.max_resident", p.name),
-                    0,
-                    "must be at least 1",
-                ));
-            }
-            if let Some(b) = p.memory_budget_mb {
-                check_positive(format!("processor.{}.memory_budget_mb", p.name), b)?;
-            }
-            let cap = p.utilisation_cap.unwrap_or(1.0);
-            if !(cap > 0.0 && cap <= 1.0) {
-                return Err(bad(
-                    format!("processor.{}.utilisation_cap", p.name),
-                    cap,
-                    "must be in (0, 1]",
-                ));
-            }
-            processors.push(Processor {
-                name: p.name.clone(),
-                kind: p.kind,
-                max_resident: p.max_resident,
-                memory_budget_mb: p.memory_budget_mb,
-                utilisation_cap: cap,
-            });
-        }
-
-        let mut model_index = BTreeMap::new();
-        for (i, m) in spec.models.iter().enumerate() {
-            if m.name.is_empty() {
-                return Err(bad(format!("model[{i}].name"), "\"\"", "must not be empty"));
-            }
-            if model_index.insert(m.name.clone(), ModelId(i)).is_some() {
-                return Err(SpecError::Duplicate {
-                    what: "model",
-                    name: m.name.clone(),
-                });
-            }
-        }
-        let mut models: Vec<Model> = Vec::with_capacity(spec.models.len());
-        for m in &spec.models {
-            let parent = match &m.parent {
-                None => None,
-                Some(p) => Some(*model_index.get(p).ok_or_else(|| SpecError::Unknown {
-                    field: format!("model.{}.parent", m.name),
-                    what: "model",
-                    name: p.clone(),
-                })?),
-            };
-            models.push(Model {
-                name: m.name.clone(),
-                parent,
-                children: Vec::new(),
-                level: 0,
-                classes: m.classes.clone(),
-            });
-        }
-        if !models.iter().any(|m| m.parent.is_none()) {
-            return Err(SpecError::NoRoot);
-        }
-        for i in 0..models.len() {
-            let mut level = 0;
-            let mut cur = models[i].parent;
-            while let Some(p) = cur {
-                level += 1;
-                if level > models.len() {
-                    return Err(SpecError::Cycle(models[i].name.clone()));
-                }
-                cur = models[p.0].parent;
-            }
-            models[i].level = level;
-            if let Some(p) = models[i].parent {
-                models[p.0].children.push(ModelId(i));
-            }
-        }
-        let mut routes: BTreeMap<String, ModelId> = BTreeMap::new();
+        let (processors, proc_index) = checked_processors(spec)?;
+        let (models, model_index, routes) = checked_models(spec)?;
+        let tables = Tables::of(spec, &processors, &model_index, &proc_index)?;
         for (i, m) in models.iter().enumerate() {
-            for class in &m.classes {
-                if let Some(first) = routes.insert(class.clone(), ModelId(i)) {
-                    return Err(SpecError::ClassRoutedTwice {
-                        class: class.clone(),
-                        first: models[first.0].name.clone(),
-                        second: m.name.clone(),
-                    });
-                }
-            }
-        }
-
-        let (nm, np) = (models.len(), processors.len());
-        let mut exec = vec![f64::INFINITY; nm * np * nb];
-        let mut load = vec![f64::INFINITY; nm * np];
-        let mut size_mb = vec![0.0; nm * np];
-        for (mname, per_proc) in &spec.profile {
-            let i = *model_index.get(mname).ok_or_else(|| SpecError::Unknown {
-                field: format!("profile.{mname}"),
-                what: "model",
-                name: mname.clone(),
-            })?;
-            for (pname, pair) in per_proc {
-                let field = format!("profile.{mname}.{pname}");
-                let j = *proc_index.get(pname).ok_or_else(|| SpecError::Unknown {
-                    field: field.clone(),
-                    what: "processor",
-                    name: pname.clone(),
-                })?;
-                if pair.exec_ms.is_empty() || pair.exec_ms.len() > nb {
-                    return Err(bad(
-                        format!("{field}.exec_ms"),
-                        format!("{} entries", pair.exec_ms.len()),
-                        "needs between 1 and max_batch entries (k = 1, 2, ...)",
-                    ));
-                }
-                for (k, &t) in pair.exec_ms.iter().enumerate() {
-                    check_positive(format!("{field}.exec_ms[{k}]"), t)?;
-                    exec[(i.0 * np + j.0) * nb + k] = t;
-                }
-                if !(pair.load_ms.is_finite() && pair.load_ms >= 0.0) {
-                    return Err(bad(
-                        format!("{field}.load_ms"),
-                        pair.load_ms,
-                        "must be a finite number of milliseconds >= 0",
-                    ));
-                }
-                load[i.0 * np + j.0] = pair.load_ms;
-                match (pair.size_mb, processors[j.0].memory_budget_mb) {
-                    (Some(s), _) => {
-                        check_positive(format!("{field}.size_mb"), s)?;
-                        size_mb[i.0 * np + j.0] = s;
-                    }
-                    (None, Some(_)) => {
-                        return Err(bad(
-                            format!("{field}.size_mb"),
-                            "missing",
-                            "is required because the processor has a memory_budget_mb",
-                        ))
-                    }
-                    (None, None) => {}
-                }
-            }
-        }
-        for (i, m) in models.iter().enumerate() {
-            if (0..np).all(|j| load[i * np + j].is_infinite()) {
+            if (0..processors.len()).all(|j| tables.load[i * processors.len() + j].is_infinite()) {
                 return Err(SpecError::Unsupported(m.name.clone()));
             }
         }
-
         let mut system = System {
             name: spec.name.clone(),
             processors,
             models,
             max_batch: nb,
-            exec,
-            load,
+            exec: tables.exec,
+            load: tables.load,
             generation: 0,
-            size_mb,
+            size_mb: tables.size_mb,
             preferred: Vec::new(),
             priority: Vec::new(),
             routes,
@@ -491,6 +334,208 @@ impl System {
             }
         }
         table
+    }
+}
+
+/// Processors by name.
+type ProcIndex = BTreeMap<String, ProcId>;
+/// Models by name.
+type ModelIndex = BTreeMap<String, ModelId>;
+/// The model each class routes to.
+type Routes = BTreeMap<String, ModelId>;
+
+/// The spec's processors, checked (non-empty unique names, at least one model slot, a
+/// positive memory budget, a utilisation cap in (0, 1]), and their index by name.
+fn checked_processors(spec: &SystemSpec) -> Result<(Vec<Processor>, ProcIndex), SpecError> {
+    let mut proc_index = BTreeMap::new();
+    let mut processors = Vec::with_capacity(spec.processors.len());
+    if spec.processors.is_empty() {
+        return Err(bad("processor", "[]", "at least one processor is needed"));
+    }
+    for (j, p) in spec.processors.iter().enumerate() {
+        if p.name.is_empty() {
+            return Err(bad(
+                format!("processor[{j}].name"),
+                "\"\"",
+                "must not be empty",
+            ));
+        }
+        if proc_index.insert(p.name.clone(), ProcId(j)).is_some() {
+            return Err(SpecError::Duplicate {
+                what: "processor",
+                name: p.name.clone(),
+            });
+        }
+        if p.max_resident == 0 {
+            return Err(bad(
+                format!("processor.{}.max_resident", p.name),
+                0,
+                "must be at least 1",
+            ));
+        }
+        if let Some(b) = p.memory_budget_mb {
+            check_positive(format!("processor.{}.memory_budget_mb", p.name), b)?;
+        }
+        let cap = p.utilisation_cap.unwrap_or(1.0);
+        if !(cap > 0.0 && cap <= 1.0) {
+            return Err(bad(
+                format!("processor.{}.utilisation_cap", p.name),
+                cap,
+                "must be in (0, 1]",
+            ));
+        }
+        processors.push(Processor {
+            name: p.name.clone(),
+            kind: p.kind,
+            max_resident: p.max_resident,
+            memory_budget_mb: p.memory_budget_mb,
+            utilisation_cap: cap,
+        });
+    }
+    Ok((processors, proc_index))
+}
+
+/// The spec's models, checked (unique names, known parents, an acyclic graph rooted at
+/// detectors, each class routed to one model), with their levels and children, their index
+/// by name, and the class routes.
+fn checked_models(spec: &SystemSpec) -> Result<(Vec<Model>, ModelIndex, Routes), SpecError> {
+    let mut model_index = BTreeMap::new();
+    for (i, m) in spec.models.iter().enumerate() {
+        if m.name.is_empty() {
+            return Err(bad(format!("model[{i}].name"), "\"\"", "must not be empty"));
+        }
+        if model_index.insert(m.name.clone(), ModelId(i)).is_some() {
+            return Err(SpecError::Duplicate {
+                what: "model",
+                name: m.name.clone(),
+            });
+        }
+    }
+    let mut models: Vec<Model> = Vec::with_capacity(spec.models.len());
+    for m in &spec.models {
+        let parent = match &m.parent {
+            None => None,
+            Some(p) => Some(*model_index.get(p).ok_or_else(|| SpecError::Unknown {
+                field: format!("model.{}.parent", m.name),
+                what: "model",
+                name: p.clone(),
+            })?),
+        };
+        models.push(Model {
+            name: m.name.clone(),
+            parent,
+            children: Vec::new(),
+            level: 0,
+            classes: m.classes.clone(),
+        });
+    }
+    if !models.iter().any(|m| m.parent.is_none()) {
+        return Err(SpecError::NoRoot);
+    }
+    for i in 0..models.len() {
+        let mut level = 0;
+        let mut cur = models[i].parent;
+        while let Some(p) = cur {
+            level += 1;
+            if level > models.len() {
+                return Err(SpecError::Cycle(models[i].name.clone()));
+            }
+            cur = models[p.0].parent;
+        }
+        models[i].level = level;
+        if let Some(p) = models[i].parent {
+            models[p.0].children.push(ModelId(i));
+        }
+    }
+    let mut routes = Routes::new();
+    for (i, m) in models.iter().enumerate() {
+        for class in &m.classes {
+            if let Some(first) = routes.insert(class.clone(), ModelId(i)) {
+                return Err(SpecError::ClassRoutedTwice {
+                    class: class.clone(),
+                    first: models[first.0].name.clone(),
+                    second: m.name.clone(),
+                });
+            }
+        }
+    }
+    Ok((models, model_index, routes))
+}
+
+/// The profile's flat tables: t_e(i, j, k), t_l(i, j) and sizes, infinite where a pair is
+/// unsupported.
+struct Tables {
+    exec: Vec<f64>,
+    load: Vec<f64>,
+    size_mb: Vec<f64>,
+}
+
+impl Tables {
+    /// Reads and checks the spec's profile against its models and processors.
+    fn of(
+        spec: &SystemSpec,
+        processors: &[Processor],
+        model_index: &ModelIndex,
+        proc_index: &ProcIndex,
+    ) -> Result<Tables, SpecError> {
+        let nb = spec.max_batch;
+        let (nm, np) = (model_index.len(), processors.len());
+        let mut exec = vec![f64::INFINITY; nm * np * nb];
+        let mut load = vec![f64::INFINITY; nm * np];
+        let mut size_mb = vec![0.0; nm * np];
+        for (mname, per_proc) in &spec.profile {
+            let i = *model_index.get(mname).ok_or_else(|| SpecError::Unknown {
+                field: format!("profile.{mname}"),
+                what: "model",
+                name: mname.clone(),
+            })?;
+            for (pname, pair) in per_proc {
+                let field = format!("profile.{mname}.{pname}");
+                let j = *proc_index.get(pname).ok_or_else(|| SpecError::Unknown {
+                    field: field.clone(),
+                    what: "processor",
+                    name: pname.clone(),
+                })?;
+                if pair.exec_ms.is_empty() || pair.exec_ms.len() > nb {
+                    return Err(bad(
+                        format!("{field}.exec_ms"),
+                        format!("{} entries", pair.exec_ms.len()),
+                        "needs between 1 and max_batch entries (k = 1, 2, ...)",
+                    ));
+                }
+                for (k, &t) in pair.exec_ms.iter().enumerate() {
+                    check_positive(format!("{field}.exec_ms[{k}]"), t)?;
+                    exec[(i.0 * np + j.0) * nb + k] = t;
+                }
+                if !(pair.load_ms.is_finite() && pair.load_ms >= 0.0) {
+                    return Err(bad(
+                        format!("{field}.load_ms"),
+                        pair.load_ms,
+                        "must be a finite number of milliseconds >= 0",
+                    ));
+                }
+                load[i.0 * np + j.0] = pair.load_ms;
+                match (pair.size_mb, processors[j.0].memory_budget_mb) {
+                    (Some(s), _) => {
+                        check_positive(format!("{field}.size_mb"), s)?;
+                        size_mb[i.0 * np + j.0] = s;
+                    }
+                    (None, Some(_)) => {
+                        return Err(bad(
+                            format!("{field}.size_mb"),
+                            "missing",
+                            "is required because the processor has a memory_budget_mb",
+                        ))
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+        Ok(Tables {
+            exec,
+            load,
+            size_mb,
+        })
     }
 }
 
