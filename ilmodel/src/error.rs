@@ -24,6 +24,12 @@ pub enum OracleError {
     /// No plan satisfies the residency limits for this scene.
     #[error("no feasible plan: {0}")]
     Infeasible(String),
+    /// HiGHS found no feasible plan before its time limit (one may exist).
+    #[error("the time limit ({limit_s} s) was reached before any feasible plan was found")]
+    NoPlanInTime {
+        /// The time limit per solve stage, seconds.
+        limit_s: f64,
+    },
     /// HiGHS failed (not infeasibility): a build or solve error.
     #[error("ILP solver failed: {0}")]
     Solver(String),

@@ -424,9 +424,9 @@ impl Formulation {
                 "the residency limits (N_j, memory budgets) leave no host for some model the scene needs"
                     .into(),
             ),
-            ResolutionError::Other("NoSolutionFound") => OracleError::Solver(
-                "the time limit was reached before any feasible plan was found".into(),
-            ),
+            ResolutionError::Other("NoSolutionFound") => OracleError::NoPlanInTime {
+                limit_s: options.time_limit_s,
+            },
             other => OracleError::Solver(other.to_string()),
         })?;
         let status = match solution.status() {

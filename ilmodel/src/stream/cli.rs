@@ -334,7 +334,7 @@ fn learn_one(board: &SuiteBoard, out: &Path, config: &super::learn::LearnConfig)
     let t = &learned.sidecar.training;
     let pct = |v: Option<f64>| v.unwrap_or(f64::NAN) * 100.0;
     println!(
-        "{name}: {:.0} s, {} solves, {} states trained on; held out {} states: J over the oracle's mean {:+.2} %, p50 {:+.2} %, max {:+.2} %, same residency {:.0} %, {} unserved",
+        "{name}: {:.0} s, {} solves, {} states trained on; held out {} states: J over the oracle's mean {:+.2} %, p50 {:+.2} %, max {:+.2} %, same residency {:.0} %, {} unserved; {} states without a label skipped",
         learned.wall_s,
         learned.solves,
         t.train_states,
@@ -344,6 +344,7 @@ fn learn_one(board: &SuiteBoard, out: &Path, config: &super::learn::LearnConfig)
         pct(t.heldout_gap_max),
         pct(t.heldout_exact),
         learned.unserved,
+        learned.unlabelled,
     );
     Ok(())
 }

@@ -25,6 +25,7 @@ use super::{Recorded, StreamOptions, StreamPolicy};
 use crate::export::{network_bytes, Head, INPUT, PROB};
 use crate::rng::SplitMix64;
 use crate::train::{dense, init_dense, Dense};
+use crate::OracleError;
 use crate::SolveStatus;
 
 /// How much a board's policy costs to learn.
@@ -108,6 +109,9 @@ pub struct Learned {
     pub gaps: Vec<f64>,
     /// Held-out states whose residency could not serve their scenes.
     pub unserved: usize,
+    /// States the oracle gave no label (no feasible residency, or none found
+    /// within the time limit), skipped.
+    pub unlabelled: usize,
 }
 
 /// The example of a state labelled with `plan`'s residency.
@@ -146,21 +150,27 @@ pub fn learn(
     let visited = visit_oracle(system, &opts, &train, &config.shapes)?;
     solves += visited.len();
     let mut examples = Vec::new();
+    let mut unlabelled = 0usize;
     let mut rng = SplitMix64::new(config.seed);
     for state in &visited {
-        if let Some(plan) = &state.plan {
-            examples.push(example(system, &enc, state, plan).map_err(anyhow::Error::msg)?);
+        match &state.plan {
+            Some(plan) => {
+                examples.push(example(system, &enc, state, plan).map_err(anyhow::Error::msg)?)
+            }
+            None => unlabelled += 1,
         }
         for _ in 0..config.copies {
             let copy = perturbed(system, state, &mut rng);
             solves += 1;
-            if let Some(s) = label(system, &copy, &opts)? {
-                examples.push(example(system, &enc, &copy, &s.plan).map_err(anyhow::Error::msg)?);
+            match label(system, &copy, &opts)? {
+                Some(s) => examples
+                    .push(example(system, &enc, &copy, &s.plan).map_err(anyhow::Error::msg)?),
+                None => unlabelled += 1,
             }
         }
     }
     progress(&format!(
-        "{} labelled states from the oracle's runs",
+        "{} labelled states from the oracle's runs ({unlabelled} without a label, skipped)",
         examples.len()
     ));
     let mut net = train_net(&enc, &examples, config)?;
@@ -171,12 +181,14 @@ pub fn learn(
         let own = visit(system, load, &train, &config.shapes)?;
         for state in &own {
             solves += 1;
-            if let Some(s) = label(system, state, &opts)? {
-                examples.push(example(system, &enc, state, &s.plan).map_err(anyhow::Error::msg)?);
+            match label(system, state, &opts)? {
+                Some(s) => examples
+                    .push(example(system, &enc, state, &s.plan).map_err(anyhow::Error::msg)?),
+                None => unlabelled += 1,
             }
         }
         progress(&format!(
-            "DAgger round {round}: {} labelled states",
+            "DAgger round {round}: {} labelled states ({unlabelled} without a label so far)",
             examples.len()
         ));
         net = train_net(&enc, &examples, config)?;
@@ -197,6 +209,7 @@ pub fn learn(
     for state in &states {
         solves += 2;
         let Some(best) = label(system, state, &opts)? else {
+            unlabelled += 1;
             continue;
         };
         // A label stopped by the time limit is no yardstick: the policy's
@@ -211,9 +224,15 @@ pub fn learn(
             unserved += 1;
             continue;
         };
-        match cost_of(system, state, &best, &residency, detector, &opts)? {
-            Some(j) => gaps.push(j / best.cost.objective_ms - 1.0),
-            None => unserved += 1,
+        match cost_of(system, state, &best, &residency, detector, &opts) {
+            Ok(Some(j)) => gaps.push(j / best.cost.objective_ms - 1.0),
+            Ok(None) => unserved += 1,
+            // The policy's residency found no split in time: no yardstick either.
+            Err(OracleError::NoPlanInTime { .. }) => {
+                unproven += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         }
         let same = detector == best.detector
             && enc
@@ -230,7 +249,7 @@ pub fn learn(
     sidecar.training.heldout_gap_max = Some(summary.max);
     sidecar.training.heldout_exact = Some(exact as f64 / states.len().max(1) as f64);
     progress(&format!(
-        "held out: {} states, J over the oracle's: mean {:+.2} %, p50 {:+.2} %, max {:+.2} %; {} unserved, {} not labelled to optimality",
+        "held out: {} states, J over the oracle's: mean {:+.2} %, p50 {:+.2} %, max {:+.2} %; {} unserved, {} not labelled to optimality; {unlabelled} states without a label in all",
         states.len(),
         summary.mean * 100.0,
         summary.p50 * 100.0,
@@ -245,6 +264,7 @@ pub fn learn(
         solves,
         gaps,
         unserved,
+        unlabelled,
     })
 }
 

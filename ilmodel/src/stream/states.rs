@@ -128,8 +128,9 @@ pub fn perturbed(system: &System, state: &Recorded, rng: &mut SplitMix64) -> Rec
     }
 }
 
-/// The oracle's plan of `state`, or `None` when it has none (no residency
-/// holds what the scenes need). Errors other than infeasibility stop.
+/// The oracle's plan of `state`, or `None` when it has none: no residency
+/// holds what the scenes need, or the solver found no plan within its time
+/// limit (the caller skips such a state and counts it). Other errors stop.
 pub fn label(
     system: &System,
     state: &Recorded,
@@ -137,7 +138,7 @@ pub fn label(
 ) -> Result<Option<StreamSolution>, OracleError> {
     match solve_stream(system, &state.problem(), options) {
         Ok(s) => Ok(Some(s)),
-        Err(OracleError::Infeasible(_)) => Ok(None),
+        Err(OracleError::Infeasible(_) | OracleError::NoPlanInTime { .. }) => Ok(None),
         Err(e) => Err(e),
     }
 }
