@@ -1,6 +1,7 @@
 //! One answer as a JSON object (for programs) or as short lines (for people), each named by its
 //! source. Per-object outputs are grouped by model; pose keypoints are named, boxes are
-//! `[x0, y0, x1, y1]` frame pixels.
+//! `[x0, y0, x1, y1]` frame pixels. A tracked object carries its track id, and results reused
+//! from earlier frames say how many frames old they are.
 
 use std::fmt::Write as _;
 
@@ -74,6 +75,17 @@ fn outputs_json(o: &ObjectResult) -> Value {
     Value::Object(by_model)
 }
 
+/// Per model whose result was reused from an earlier frame: how many frames old it is.
+fn reused_json(o: &ObjectResult) -> Value {
+    Value::Object(
+        o.outputs
+            .iter()
+            .filter(|out| out.age > 0)
+            .map(|out| (out.model.clone(), json!(out.age)))
+            .collect(),
+    )
+}
+
 /// One answer as JSON, named by `source`.
 pub fn json(m: &ServerMessage, source: &str) -> Value {
     match m {
@@ -92,7 +104,10 @@ pub fn json(m: &ServerMessage, source: &str) -> Value {
                 "class": class_name(&o.class),
                 "score": round(o.score, 3),
                 "bbox": bbox_json([o.bbox.x0, o.bbox.y0, o.bbox.x1, o.bbox.y1]),
+                "track": (o.track_id != 0).then_some(o.track_id),
+                "box_age": o.box_age,
                 "outputs": outputs_json(o),
+                "reused": reused_json(o),
             })).collect::<Vec<_>>(),
             "objects_dropped": r.objects_dropped,
         }),
@@ -140,11 +155,17 @@ pub fn face_words(o: &ObjectResult) -> Option<String> {
     Some(s)
 }
 
-/// One object in a few words: class, score, box, then what its models said.
+/// One object in a few words: its track, class, score, box, then what its models said and
+/// which of that was reused from earlier frames.
 fn object_line(o: &ObjectResult) -> String {
     let b = o.bbox;
+    let track = if o.track_id == 0 {
+        String::new()
+    } else {
+        format!("#{} ", o.track_id)
+    };
     let mut s = format!(
-        "  {} {:.2} at ({:.0},{:.0})-({:.0},{:.0})",
+        "  {track}{} {:.2} at ({:.0},{:.0})-({:.0},{:.0})",
         class_name(&o.class),
         o.score,
         b.x0,
@@ -181,6 +202,18 @@ fn object_line(o: &ObjectResult) -> String {
                 .collect();
             let _ = write!(s, ", {}: {}", out.model, top.join(", "));
         }
+    }
+    if o.box_age > 0 {
+        let _ = write!(s, " (box carried {} frames)", o.box_age);
+    }
+    let reused: Vec<String> = o
+        .outputs
+        .iter()
+        .filter(|out| out.age > 0)
+        .map(|out| format!("{} {} frames old", out.model, out.age))
+        .collect();
+    if !reused.is_empty() {
+        let _ = write!(s, "; reused: {}", reused.join(", "));
     }
     s
 }

@@ -78,6 +78,26 @@ fn json_names_the_source_the_keypoints_and_groups_outputs_by_model() {
         json!([70.0, 20.0, 130.0, 90.0])
     );
     assert_eq!(o["outputs"]["faceres"]["male"], 0.23);
+    assert_eq!(o["track"], Value::Null);
+    assert_eq!(o["reused"], json!({}));
+}
+
+#[test]
+fn a_tracked_object_names_its_track_and_what_was_reused() {
+    let mut r = person_result();
+    let o = &mut r.objects[0];
+    o.track_id = 12;
+    o.box_age = 2;
+    o.outputs[1].age = 3;
+    let m = ServerMessage::Result(r);
+    let v = json(&m, "cam0");
+    assert_eq!(v["objects"][0]["track"], 12);
+    assert_eq!(v["objects"][0]["box_age"], 2);
+    assert_eq!(v["objects"][0]["reused"], json!({"faceres": 3}));
+    assert_eq!(
+        text(&m, "cam0"),
+        "cam0: 1 object (51 ms)\n  #12 person 0.87 at (50,20)-(150,300): pose 3/17 keypoints seen, face (70,20)-(130,90) female 0.77 (box carried 2 frames); reused: faceres 3 frames old\n"
+    );
 }
 
 #[test]
