@@ -261,6 +261,8 @@ pub struct Stored<R> {
 #[derive(Debug, Clone)]
 pub struct StreamReuse<R> {
     stored: HashMap<(TrackId, ModelId), Stored<R>>,
+    /// Inferences issued and not yet stored: the frame each was issued on.
+    pending: HashMap<(TrackId, ModelId), u64>,
     max_entries: usize,
     frame: u64,
     /// Frames until the detector is due again (0: due on the next frame).
@@ -272,6 +274,7 @@ impl<R> StreamReuse<R> {
     pub fn new(max_entries: usize) -> Self {
         Self {
             stored: HashMap::new(),
+            pending: HashMap::new(),
             max_entries: max_entries.max(1),
             frame: 0,
             detector_wait: 0,
@@ -315,7 +318,14 @@ impl<R> StreamReuse<R> {
         };
         let age_frames = self.frame.saturating_sub(s.frame);
         let age_ms = now_ms - s.at_ms;
-        if age_frames >= u64::from(cfg.reinfer_interval) {
+        let interval = u64::from(cfg.reinfer_interval);
+        // A newer inference issued less than an interval ago is on its way (frames in
+        // flight overlap): the stored result stands until it lands, with its true age.
+        let on_its_way = self
+            .pending
+            .get(&(t.id, req.model))
+            .is_some_and(|&p| p > s.frame && self.frame.saturating_sub(p) < interval);
+        if age_frames >= interval && !on_its_way {
             return Decision::Infer(Why::Interval);
         }
         // NaN times, scores and boxes always infer.
@@ -359,6 +369,19 @@ impl<R> StreamReuse<R> {
             .collect()
     }
 
+    /// The caller infers `model` for `track` on the current frame: until its result is
+    /// stored, a later frame within the interval reuses the older result instead of
+    /// inferring again. At most `max_entries` are kept (the oldest goes).
+    pub fn inferring(&mut self, track: TrackId, model: ModelId) {
+        if self.pending.insert((track, model), self.frame).is_none()
+            && self.pending.len() > self.max_entries
+        {
+            if let Some(oldest) = self.pending.iter().min_by_key(|(_, &f)| f).map(|(k, _)| *k) {
+                self.pending.remove(&oldest);
+            }
+        }
+    }
+
     /// The result stored for a track and model.
     pub fn stored(&self, track: TrackId, model: ModelId) -> Option<&Stored<R>> {
         self.stored.get(&(track, model))
@@ -391,6 +414,13 @@ impl<R> StreamReuse<R> {
     /// `max_entries` the entry inferred longest ago goes.
     pub fn store_inferred(&mut self, track: TrackId, model: ModelId, stored: Stored<R>) {
         if self
+            .pending
+            .get(&(track, model))
+            .is_some_and(|&p| p <= stored.frame)
+        {
+            self.pending.remove(&(track, model));
+        }
+        if self
             .stored
             .get(&(track, model))
             .is_some_and(|s| s.frame > stored.frame)
@@ -414,6 +444,7 @@ impl<R> StreamReuse<R> {
     /// Drops the results of tracks that are no longer alive.
     pub fn retain_tracks(&mut self, mut alive: impl FnMut(TrackId) -> bool) {
         self.stored.retain(|(t, _), _| alive(*t));
+        self.pending.retain(|(t, _), _| alive(*t));
     }
 
     /// Results kept.

@@ -343,3 +343,57 @@ fn a_late_result_keeps_its_frame_and_never_replaces_a_newer_one() {
         }
     );
 }
+
+/// Frames in flight overlap: the frame after one that re-inferred finds the new result not
+/// stored yet. It reuses the older result (with its true age) instead of inferring again,
+/// until the new one lands; an inference that never lands is retried an interval later.
+#[test]
+fn an_inference_on_its_way_is_not_issued_again() {
+    let mut s = stream_with_result(None);
+    let c = cfg();
+    let at = |s: &mut StreamReuse<&str>, frame: u64| {
+        assert_eq!(s.begin_frame(), frame);
+        s.decide(Some(&c), &req(BOX, tracked(7)), 10.0 * frame as f64)
+    };
+    for frame in 2..=5 {
+        assert!(!at(&mut s, frame).infers());
+    }
+    // Frame 6: the interval is up; the caller infers.
+    assert_eq!(at(&mut s, 6), Decision::Infer(Why::Interval));
+    s.inferring(7, POSE);
+    // Frame 7: frame 6's result is still running: the old one stands, 6 frames old.
+    assert_eq!(
+        at(&mut s, 7),
+        Decision::Reuse {
+            age_frames: 6,
+            age_ms: 70.0
+        }
+    );
+    // It lands: counted from frame 6.
+    let new = Stored {
+        bbox: BOX,
+        frame: 6,
+        at_ms: 60.0,
+        score: None,
+        value: "pose of 7, frame 6",
+    };
+    s.store_inferred(7, POSE, new);
+    assert_eq!(
+        at(&mut s, 8),
+        Decision::Reuse {
+            age_frames: 2,
+            age_ms: 20.0
+        }
+    );
+    // Frame 11 infers again (5 frames after 6); that inference fails and never lands:
+    // frames 12 to 15 reuse frame 6's result, frame 16 retries.
+    for frame in 9..=10 {
+        assert!(!at(&mut s, frame).infers());
+    }
+    assert_eq!(at(&mut s, 11), Decision::Infer(Why::Interval));
+    s.inferring(7, POSE);
+    for frame in 12..=15 {
+        assert!(!at(&mut s, frame).infers(), "frame {frame}");
+    }
+    assert_eq!(at(&mut s, 16), Decision::Infer(Why::Interval));
+}

@@ -323,8 +323,8 @@ impl Actor {
 
     /// The requests of a tracked frame that are inferred (the rest are answered from their
     /// tracks' stored results).
-    pub(super) fn plan(&self, data: &mut FrameData, requests: Vec<Request>) -> Vec<Request> {
-        match &self.reuse {
+    pub(super) fn plan(&mut self, data: &mut FrameData, requests: Vec<Request>) -> Vec<Request> {
+        match &mut self.reuse {
             Some(r) => r.plan(self.flow.view(), data, requests),
             None => requests,
         }

@@ -245,17 +245,17 @@ impl Reuse {
     /// Decides each of the frame's `requests`: the reused ones are answered from the store
     /// (their branch with them) and left out; the rest, to infer, are returned in order.
     pub fn plan(
-        &self,
+        &mut self,
         system: &System,
         frame: &mut FrameData,
         requests: Vec<Request>,
     ) -> Vec<Request> {
-        let stream = frame
-            .track
-            .filter(|t| t.frame.is_some())
-            .and_then(|t| self.streams.get(&t.key));
+        let key = frame.track.filter(|t| t.frame.is_some()).map(|t| t.key);
+        let stream = key.and_then(|k| self.streams.get(&k));
         let now_ms = frame.track.map_or(0.0, |t| t.now_ms);
         let mut inferred = Vec::with_capacity(requests.len());
+        // Tracked requests inferred with reuse on: their results are on their way.
+        let mut on_their_way = Vec::new();
         for r in requests {
             let object = r.object as usize;
             let (Some(spec), Some(o)) = (frame.crops.get(&r), frame.objects.get(object)) else {
@@ -274,6 +274,9 @@ impl Reuse {
             match branch {
                 Err(why) => {
                     metrics::counter!(names::REQUESTS_INFERRED, "model" => self.names[r.model.0].clone(), "reason" => why.name()).increment(1);
+                    if let (Some(t), false) = (o.track, why == Why::Off) {
+                        on_their_way.push((t.id, r.model));
+                    }
                     inferred.push(r);
                 }
                 Ok(branch) => {
@@ -285,6 +288,11 @@ impl Reuse {
                         o.take_result(&self.names[m.0], kept.value, kept.verdict, age);
                     }
                 }
+            }
+        }
+        if let Some(st) = key.and_then(|k| self.streams.get_mut(&k)) {
+            for (track, model) in on_their_way {
+                st.reuse.inferring(track, model);
             }
         }
         inferred
