@@ -15,8 +15,8 @@
 //! [`StreamReuse::plan`] over the frame's requests (one per object and model, with the box the
 //! model would run on): which are inferred and which reuse which stored result; inferred
 //! results are kept with [`StreamReuse::store`], and [`StreamReuse::retain_tracks`] drops the
-//! results of tracks that died. [`ReuseRatio`] learns each model's share of requests that are
-//! still inferred, which the scene the scheduler plans for is scaled by.
+//! results of tracks that died. Only the requests left to infer reach the frame flow, so the
+//! scenes the scheduler and its global step plan for are the work that really runs.
 //!
 //! Pure: no clock (time is `now_ms` passed in), no I/O; the stored value `R` is the caller's.
 
@@ -455,72 +455,5 @@ impl<R> StreamReuse<R> {
     /// Whether no result is kept.
     pub fn is_empty(&self) -> bool {
         self.stored.is_empty()
-    }
-}
-
-/// Each model's share of its requests that are still inferred, a moving average over the
-/// frames that offered it any (1 before the first): the scene the scheduler plans for is
-/// the requests times this share.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReuseRatio {
-    /// Per model: smoothed requests offered and inferred per frame.
-    per_model: Vec<(f64, f64)>,
-    smoothing: f64,
-}
-
-impl ReuseRatio {
-    /// For `models` models; `smoothing` is a frame's weight in the averages, in (0, 1].
-    pub fn new(models: usize, smoothing: f64) -> Self {
-        Self {
-            per_model: vec![(0.0, 0.0); models],
-            smoothing: smoothing.clamp(1e-6, 1.0),
-        }
-    }
-
-    /// Learns one frame: of `offered` requests of `model`, `inferred` ran.
-    pub fn observe(&mut self, model: ModelId, offered: usize, inferred: usize) {
-        let Some(m) = self.per_model.get_mut(model.0) else {
-            return;
-        };
-        if offered == 0 {
-            return;
-        }
-        let (o, i) = (offered as f64, inferred.min(offered) as f64);
-        if m.0 == 0.0 {
-            *m = (o, i);
-        } else {
-            let a = self.smoothing;
-            *m = ((1.0 - a) * m.0 + a * o, (1.0 - a) * m.1 + a * i);
-        }
-    }
-
-    /// Learns one frame's decisions (parallel to its requests).
-    pub fn observe_frame(&mut self, requests: &[Request], decisions: &[Decision]) {
-        let mut counts: HashMap<ModelId, (usize, usize)> = HashMap::new();
-        for (r, d) in requests.iter().zip(decisions) {
-            let c = counts.entry(r.model).or_default();
-            c.0 += 1;
-            c.1 += usize::from(d.infers());
-        }
-        for (m, (o, i)) in counts {
-            self.observe(m, o, i);
-        }
-    }
-
-    /// The share of `model`'s requests inferred lately, in [0, 1].
-    pub fn inferred_share(&self, model: ModelId) -> f64 {
-        match self.per_model.get(model.0) {
-            Some(&(o, i)) if o > 0.0 => (i / o).clamp(0.0, 1.0),
-            _ => 1.0,
-        }
-    }
-
-    /// A scene (requests per model) scaled to the work that reaches the scheduler.
-    pub fn scale(&self, scene: &[f64]) -> Vec<f64> {
-        scene
-            .iter()
-            .enumerate()
-            .map(|(m, r)| r * self.inferred_share(ModelId(m)))
-            .collect()
     }
 }

@@ -1,9 +1,7 @@
 //! The per-object reuse decision: each reason to infer, reuse with its age, the stored
-//! results' bounds, the detector interval and the online share of inferred requests.
+//! results' bounds, the detector interval, and inferences on their way.
 
-use camdnn_policy::reuse::{
-    Decision, Request, ReuseConfig, ReuseRatio, Stored, StreamReuse, Tracked, Why,
-};
+use camdnn_policy::reuse::{Decision, Request, ReuseConfig, Stored, StreamReuse, Tracked, Why};
 use camdnn_policy::ModelId;
 
 const POSE: ModelId = ModelId(1);
@@ -206,33 +204,6 @@ fn the_plan_follows_the_requests_and_each_models_config() {
     assert!(!plan[0].infers());
     assert_eq!(plan[1], Decision::Infer(Why::Off));
     assert_eq!(plan[2], Decision::Infer(Why::Untracked));
-    let mut ratio = ReuseRatio::new(3, 0.5);
-    ratio.observe_frame(&requests, &plan);
-    // Pose: one of two inferred; faces: all; the detector never seen: all.
-    assert_eq!(ratio.inferred_share(POSE), 0.5);
-    assert_eq!(ratio.inferred_share(face), 1.0);
-    assert_eq!(ratio.inferred_share(ModelId(0)), 1.0);
-    assert_eq!(ratio.scale(&[1.0, 4.0, 2.0]), vec![1.0, 2.0, 2.0]);
-}
-
-#[test]
-fn the_inferred_share_follows_the_frames_smoothly() {
-    let mut r = ReuseRatio::new(2, 0.1);
-    for _ in 0..100 {
-        r.observe(POSE, 10, 1);
-    }
-    assert!((r.inferred_share(POSE) - 0.1).abs() < 1e-9);
-    // A frame without requests of the model changes nothing; unrelated frames raise it.
-    r.observe(POSE, 0, 0);
-    assert!((r.inferred_share(POSE) - 0.1).abs() < 1e-9);
-    for _ in 0..100 {
-        r.observe(POSE, 10, 10);
-    }
-    assert!(r.inferred_share(POSE) > 0.99);
-    // Out of range ids and over-counts are harmless.
-    r.observe(ModelId(9), 3, 1);
-    r.observe(POSE, 2, 5);
-    assert!(r.inferred_share(POSE) <= 1.0);
 }
 
 #[test]
