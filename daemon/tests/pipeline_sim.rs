@@ -495,7 +495,8 @@ fn frames_while_a_heavy_one_runs(
             Err(oneshot::error::TryRecvError::Empty) => {}
             Err(e) => panic!("the heavy frame's answer was lost: {e}"),
         }
-        assert!(small.len() < 2000, "the heavy frame took over 10 s");
+        // A guard against a heavy frame that is never answered, loose enough for a loaded host.
+        assert!(small.len() < 6000, "the heavy frame took over 30 s");
         small.push(p.submit_now(frame(2 + small.len() as u64, objects(small.len()))));
         std::thread::sleep(Duration::from_millis(5));
     };
