@@ -24,7 +24,11 @@ use serde::Deserialize;
 mod exporter;
 mod families;
 
-pub use exporter::*;
+pub use exporter::{
+    describe, frame_completed, frame_dropped, frame_received, frame_rejected, install,
+    protocol_error, register_pipeline, Exporter, COUNT_BUCKETS,
+};
+// The family table and its names are this module's vocabulary: every one is public.
 pub use families::*;
 
 /// `[metrics]`: the Prometheus exporter and the health endpoints, served on
