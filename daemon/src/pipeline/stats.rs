@@ -31,7 +31,7 @@ impl Durations {
 
     fn since(&self, before: &Durations) -> Durations {
         Durations {
-            count: self.count - before.count,
+            count: self.count.saturating_sub(before.count),
             sum_s: self.sum_s - before.sum_s,
         }
     }
@@ -53,9 +53,9 @@ pub struct PairBatches {
 impl PairBatches {
     fn since(&self, before: &PairBatches) -> PairBatches {
         PairBatches {
-            batches: self.batches - before.batches,
-            requests: self.requests - before.requests,
-            profiled: self.profiled - before.profiled,
+            batches: self.batches.saturating_sub(before.batches),
+            requests: self.requests.saturating_sub(before.requests),
+            profiled: self.profiled.saturating_sub(before.profiled),
             exec_vs_profile_sum: self.exec_vs_profile_sum - before.exec_vs_profile_sum,
         }
     }
@@ -90,7 +90,12 @@ impl StatsSnapshot {
             loads: self
                 .loads
                 .iter()
-                .map(|(k, n)| (k.clone(), n - before.loads.get(k).copied().unwrap_or(0)))
+                .map(|(k, n)| {
+                    (
+                        k.clone(),
+                        n.saturating_sub(before.loads.get(k).copied().unwrap_or(0)),
+                    )
+                })
                 .collect(),
             busy_s: self
                 .busy_s
