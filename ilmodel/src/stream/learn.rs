@@ -205,43 +205,15 @@ pub fn learn(
         &heldout,
         &config.shapes,
     )?;
-    let (mut gaps, mut exact, mut unserved, mut unproven) = (Vec::new(), 0usize, 0usize, 0usize);
-    for state in &states {
-        solves += 2;
-        let Some(best) = label(system, state, &opts)? else {
-            unlabelled += 1;
-            continue;
-        };
-        // A label stopped by the time limit is no yardstick: the policy's
-        // residency at its best split may beat it.
-        if best.status != SolveStatus::Optimal {
-            unproven += 1;
-            continue;
-        }
-        let problem = state.problem();
-        let Ok((residency, detector)) = policy.residency(system, &problem.input, &state.epoch)
-        else {
-            unserved += 1;
-            continue;
-        };
-        match cost_of(system, state, &best, &residency, detector, &opts) {
-            Ok(Some(j)) => gaps.push(j / best.cost.objective_ms - 1.0),
-            Ok(None) => unserved += 1,
-            // The policy's residency found no split in time: no yardstick either.
-            Err(OracleError::NoPlanInTime { .. }) => {
-                unproven += 1;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let same = detector == best.detector
-            && enc
-                .pairs()
-                .iter()
-                .filter(|(m, _)| system.models[m.0].parent.is_some())
-                .all(|&(m, j)| residency.resident(m, j) == best.plan.resident(m, j));
-        exact += usize::from(same);
-    }
+    let HeldOut {
+        gaps,
+        exact,
+        unserved,
+        unproven,
+        unlabelled: not_labelled,
+    } = held_out(system, &enc, &mut policy, &states, &opts)?;
+    solves += 2 * states.len();
+    unlabelled += not_labelled;
     let summary = Summary::of(&gaps);
     sidecar.training.heldout_states = states.len();
     sidecar.training.heldout_gap_mean = Some(summary.mean);
@@ -266,6 +238,68 @@ pub fn learn(
         unserved,
         unlabelled,
     })
+}
+
+/// How the final policy's residencies fare against the oracle on held-out states.
+#[derive(Default)]
+struct HeldOut {
+    /// J(policy) / J(oracle) - 1 per state the policy's residency serves.
+    gaps: Vec<f64>,
+    /// States where the policy chose the oracle's residency and detector unit.
+    exact: usize,
+    /// States whose scenes the policy's residency cannot serve.
+    unserved: usize,
+    /// States without an optimal label or a split found in time: no yardstick.
+    unproven: usize,
+    /// States the oracle gave no label.
+    unlabelled: usize,
+}
+
+/// Judges `policy` on held-out `states` against the oracle's labels.
+fn held_out(
+    system: &System,
+    enc: &StreamEncoding,
+    policy: &mut StreamMlp,
+    states: &[Recorded],
+    opts: &StreamOptions,
+) -> anyhow::Result<HeldOut> {
+    let mut h = HeldOut::default();
+    for state in states {
+        let Some(best) = label(system, state, opts)? else {
+            h.unlabelled += 1;
+            continue;
+        };
+        // A label stopped by the time limit is no yardstick: the policy's
+        // residency at its best split may beat it.
+        if best.status != SolveStatus::Optimal {
+            h.unproven += 1;
+            continue;
+        }
+        let problem = state.problem();
+        let Ok((residency, detector)) = policy.residency(system, &problem.input, &state.epoch)
+        else {
+            h.unserved += 1;
+            continue;
+        };
+        match cost_of(system, state, &best, &residency, detector, opts) {
+            Ok(Some(j)) => h.gaps.push(j / best.cost.objective_ms - 1.0),
+            Ok(None) => h.unserved += 1,
+            // The policy's residency found no split in time: no yardstick either.
+            Err(OracleError::NoPlanInTime { .. }) => {
+                h.unproven += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let same = detector == best.detector
+            && enc
+                .pairs()
+                .iter()
+                .filter(|(m, _)| system.models[m.0].parent.is_some())
+                .all(|&(m, j)| residency.resident(m, j) == best.plan.resident(m, j));
+        h.exact += usize::from(same);
+    }
+    Ok(h)
 }
 
 /// The oracle's steps over every shape of `seeds`, each with its plan.
