@@ -18,7 +18,9 @@ def case_lines(text):
     """Each case line as (board, shape, {scheduler: on-time share})."""
     out = []
     for line in text.splitlines():
-        m = re.match(r"^(\S+)\s+(\S+)\s+heavy\s+\d+\s+median bound \S+: (.*)$", line)
+        m = re.match(
+            r"^(\S+)\s+(\S+)\s+heavy\s+\d+\s+median bound \S+(?: on-time ceiling \S+)?: (.*)$", line
+        )
         if not m:
             continue
         shares = {}
