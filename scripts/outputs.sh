@@ -6,6 +6,7 @@
 #   scripts/outputs.sh simulate   # docs/bench.md: every scheduler on the RB5-like profile (seconds)
 #   scripts/outputs.sh adapt      # docs/adapt.md: recovery from throttles, deadline admission (~1 min)
 #   scripts/outputs.sh bench      # docs/bench.md: the four real-pipeline benches (~40 min; quiet host)
+#   scripts/outputs.sh capacity   # docs/bench.md: cameras per host on the street graph (~30 min; quiet host)
 #   scripts/outputs.sh all
 #
 # Every file holds one command's whole output, its first line the command itself. The
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/outputs
 case "${1:-}" in
-    suite | simulate | adapt | bench | all) ;;
+    suite | simulate | adapt | bench | capacity | all) ;;
     *) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
@@ -76,11 +77,17 @@ bench() {
         --frames 120 --profile-now --profile-out "$OUT/profile-faces.toml"
 }
 
+capacity() {
+    run capacity $BIN bench --config config/camdnnd.toml --capacity 5,10 --video testdata/vtest.avi \
+        --profile-now --profile-out "$OUT/profile-capacity.toml" --rounds 3
+}
+
 case "$1" in
     suite) suite ;;
     simulate) simulate ;;
     adapt) adapt ;;
     bench) bench ;;
-    all) suite; simulate; adapt; bench ;;
+    capacity) capacity ;;
+    all) suite; simulate; adapt; bench; capacity ;;
 esac
 echo "outputs in $OUT/"

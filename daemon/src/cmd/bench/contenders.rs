@@ -43,7 +43,7 @@ pub(super) enum Kind<'a> {
         /// The last run's counters and delays.
         last: Option<Box<PipelineRun>>,
     },
-    /// Rust walkers round robin.
+    /// Rust walkers sharing one queue.
     Pool(Pool<'a>),
     /// User Python on upstream boxes: processes round robin.
     PythonUpstream { workers: usize, threads: usize },
@@ -102,7 +102,7 @@ impl<'a> Contender<'a> {
     }
 
     /// One run over `frames`: closed loop (`fps` `None`) or open at `fps`.
-    fn run(
+    pub fn run(
         &mut self,
         ctx: &Ctx,
         frames: &[BenchFrame],

@@ -95,7 +95,7 @@ pub(super) fn contenders<'a>(
     Ok(contenders)
 }
 
-/// (a), (b): Rust ORT workers round robin and ORT with N intra-op threads;
+/// (a), (b): Rust ORT workers sharing one queue and ORT with N intra-op threads;
 /// (d) the sequential loop on each processor's own engine.
 pub(super) fn rust_contenders<'a>(
     args: &Args,
@@ -109,7 +109,7 @@ pub(super) fn rust_contenders<'a>(
     let mut one = template.clone();
     one.intra_threads = 1;
     contenders.push(Contender::new(
-        format!("Rust ORT, {workers} single-thread workers round robin"),
+        format!("Rust ORT, {workers} single-thread workers, one queue"),
         Kind::Pool(Pool::load(cfg, system, &one, None, workers, String::new())?),
         true,
     ));

@@ -19,7 +19,11 @@
 //! scene, R_i boxes of the class routed to each request model (a trace in the
 //! `simulate` format, default the paper's Fig. 11 scenes). Configs whose
 //! detector is a real model (OCR, faces) are benchmarked on `--image`.
+//!
+//! `--capacity 5,10 --video CLIP` instead counts the cameras the host serves
+//! at those rates (`capacity/`).
 
+mod capacity;
 mod contenders;
 mod drill;
 mod internals;
@@ -187,6 +191,36 @@ pub struct Args {
         value_name = "PROCESSOR:FACTOR:FROM_S[:UNTIL_S]"
     )]
     pub throttle: Option<String>,
+    /// The capacity search instead of the contenders: the most cameras, each
+    /// at one of these rates (frames/s, comma separated, e.g. 5,10), whose
+    /// frames are answered within the deadline (`--deadline-ms`, default two
+    /// frame periods) at `--target` or more; needs `--video`.
+    #[arg(long, requires = "video", value_name = "FPS[,FPS]")]
+    pub capacity: Option<String>,
+    /// The clip every camera of `--capacity` plays (decoded by ffmpeg at
+    /// --width x --height), e.g. testdata/vtest.avi (scripts/fetch_test_video.sh).
+    #[arg(long)]
+    pub video: Option<PathBuf>,
+    /// Frames of --video decoded (the cameras loop over them).
+    #[arg(long, default_value_t = 300)]
+    pub clip_frames: usize,
+    /// The rate --video was recorded at: a camera at half of it shows every
+    /// other frame.
+    #[arg(long, default_value_t = 10.0)]
+    pub clip_fps: f64,
+    /// Seconds of frames every camera sends in one capacity trial.
+    #[arg(long, default_value_t = 15.0)]
+    pub trial_seconds: f64,
+    /// Seconds at the start of each capacity trial whose frames are sent and
+    /// not counted (the cameras' start: tracks not yet confirmed).
+    #[arg(long, default_value_t = 3.0)]
+    pub trial_warmup_seconds: f64,
+    /// The most cameras a capacity trial tries.
+    #[arg(long, default_value_t = 48)]
+    pub max_cameras: usize,
+    /// A capacity trial passes when at least this share of its frames is on time.
+    #[arg(long, default_value_t = 0.99)]
+    pub target: f64,
 }
 
 /// Delay figures of one contender.
@@ -234,9 +268,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let cfg = config_to_bench(args)?;
     let system = pipeline::check(&cfg.pipeline)
         .with_context(|| format!("in config {}", args.config.display()))?;
-    let stream = Stream::of(args, &cfg, &system)?;
-    print_header(args, &cfg, &stream);
-
     // The pipelines record their metrics as the daemon's do (the bench pays what the
     // service pays); the bench reads each pipeline's own counters, not this recorder.
     let _recorder = crate::telemetry::install(&Default::default(), "bench")?;
@@ -244,6 +275,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting a runtime")?;
+    if args.capacity.is_some() {
+        return capacity::run(args, &cfg, &rt);
+    }
+    let stream = Stream::of(args, &cfg, &system)?;
+    print_header(args, &cfg, &stream);
     if args.drill.is_some() {
         return run_drill(args, &cfg, &system, &stream, &rt);
     }

@@ -6,9 +6,11 @@
 //! no overlap between frames.
 //!
 //! A [`Pool`] of such walkers is the baseline a user with N cores runs
-//! instead: N single-threaded workers taking frames round robin, or one
+//! instead: N single-threaded workers taking frames from one shared queue
+//! (as Frigate's detector processes take every camera's frames), or one
 //! walker whose engine has N intra-op threads.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -277,8 +279,8 @@ impl<'a> Walker<'a> {
 type WorkerRun = (Instant, Vec<(usize, f64, u64)>);
 
 /// A baseline a user runs instead of camdnn: N walkers, each on its own
-/// thread with its own sessions, taking frames round robin (N = 1: one
-/// walker, one frame at a time).
+/// thread with its own sessions, taking the next frame from one shared queue
+/// when free (N = 1: one walker, one frame at a time).
 pub(super) struct Pool<'a> {
     /// The contender's name.
     pub name: String,
@@ -301,11 +303,11 @@ impl<'a> Pool<'a> {
         Ok(Pool { name, walkers })
     }
 
-    /// Walks `warm` (untimed, every worker) then `frames`: frame n goes to
-    /// worker n mod N. `fps`: `None` closed loop (each worker walks its
-    /// frames back to back; a frame's delay is its walk), or an open loop
-    /// where frame n arrives n / fps s after the start and its delay runs
-    /// from its arrival to its answer.
+    /// Walks `warm` (untimed, every worker) then `frames`, in order, each
+    /// taken by the first free worker. `fps`: `None` closed loop (a frame's
+    /// delay is its walk), or an open loop where frame n arrives n / fps s
+    /// after the start and its delay runs from its arrival to its answer,
+    /// its wait in the queue included.
     pub fn run(
         &mut self,
         warm: &[BenchFrame],
@@ -314,13 +316,14 @@ impl<'a> Pool<'a> {
     ) -> anyhow::Result<Run> {
         let n = self.walkers.len();
         let barrier = Barrier::new(n);
+        let next = AtomicUsize::new(0);
         let per_worker: Vec<anyhow::Result<WorkerRun>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .walkers
                 .iter_mut()
                 .enumerate()
                 .map(|(k, w)| {
-                    let barrier = &barrier;
+                    let (barrier, next) = (&barrier, &next);
                     // Named, so a profiler tells the baseline's threads from the pipeline's.
                     std::thread::Builder::new()
                         .name(format!("bench-walker-{k}"))
@@ -333,7 +336,9 @@ impl<'a> Pool<'a> {
                             warmed?;
                             let start = Instant::now();
                             let mut out = Vec::new();
-                            for (i, f) in frames.iter().enumerate().skip(k).step_by(n) {
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(f) = frames.get(i) else { break };
                                 let arrival = match fps {
                                     Some(fps) => {
                                         let due = start + Duration::from_secs_f64(i as f64 / fps);

@@ -9,7 +9,8 @@
 //! the agreement of the served results with the reference (pose keypoint distance over the
 //! person's box, gender, age, labels), and on the synthetic pan the track id switches
 //! against the objects' known identities. It does not cover the serving pipeline: no
-//! batching, no scheduler, no deadlines (the daemon's frame path does not apply reuse yet).
+//! batching, no scheduler, no deadlines (`camdnnd bench --capacity` measures the serving
+//! pipeline with the same knobs).
 
 mod clip;
 mod graph;
