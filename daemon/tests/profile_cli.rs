@@ -178,7 +178,7 @@ fn bench_compares_every_contender_and_the_simulator_on_the_profile() {
     let names = [
         "camdnn (tract + ort, 2 in flight)",
         "camdnn (ort on every processor, 2 in flight)",
-        "Rust ORT, 2 single-thread workers round robin",
+        "Rust ORT, 2 single-thread workers, one queue",
         "Rust ORT, 2 intra-op threads, one frame at a time",
         "sequential Rust (tract engine of tract0, 1 thread)",
         "sequential Rust (ort engine of ort1, 1 thread)",

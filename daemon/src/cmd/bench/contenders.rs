@@ -15,8 +15,8 @@ use super::stream::{drive, BenchFrame, Pace};
 use super::work::{self, Answers, Work};
 use super::{python, Args, Figures};
 use crate::config::DaemonConfig;
-use crate::pipeline;
 use crate::pipeline::stats::StatsSnapshot;
+use crate::pipeline::{self, FrameProcessor};
 
 /// Bootstrap resamples per interval.
 const RESAMPLES: usize = 2000;
@@ -87,6 +87,27 @@ pub(super) struct Ctx<'c> {
 }
 
 impl<'a> Contender<'a> {
+    /// camdnn's pipeline started from `cfg` (planning with `system`), named by `name` given
+    /// the frames it keeps in flight; it runs open.
+    pub fn pipeline(
+        cfg: &DaemonConfig,
+        system: &'a System,
+        name: impl FnOnce(usize) -> String,
+    ) -> anyhow::Result<Self> {
+        let built = pipeline::start(&cfg.pipeline)?;
+        let window = built.pipeline.max_in_flight().max(1);
+        Ok(Contender::new(
+            name(window),
+            Kind::Pipeline {
+                built,
+                window,
+                system,
+                last: None,
+            },
+            true,
+        ))
+    }
+
     /// A contender with no figures yet.
     pub fn new(name: String, kind: Kind<'a>, open: bool) -> Self {
         Contender {

@@ -12,7 +12,7 @@ use super::stream::Stream;
 use super::Args;
 use crate::config::DaemonConfig;
 use crate::pipeline::config::ProcessorEntry;
-use crate::pipeline::{self, FrameProcessor};
+use crate::pipeline;
 
 /// The contenders, in the order each round runs them; the first, the
 /// pipeline, is the reference every ratio is taken to.
@@ -27,34 +27,16 @@ pub(super) fn contenders<'a>(
     let p = &cfg.pipeline;
     let mut contenders: Vec<Contender> = Vec::new();
     eprintln!("starting the pipeline ...");
-    let built = pipeline::start(&cfg.pipeline)?;
-    let window = built.pipeline.max_in_flight().max(1);
     let engines: Vec<&str> = p.processors.iter().map(|q| q.engine.as_str()).collect();
-    contenders.push(Contender::new(
-        format!("camdnn ({}, {window} in flight)", engines.join(" + ")),
-        Kind::Pipeline {
-            built,
-            window,
-            system,
-            last: None,
-        },
-        true,
-    ));
+    contenders.push(Contender::pipeline(cfg, system, |window| {
+        format!("camdnn ({}, {window} in flight)", engines.join(" + "))
+    })?);
     // (c) camdnn with ORT on every processor.
     if let Some((c, s)) = ort {
         eprintln!("starting the all-ORT pipeline ...");
-        let built = pipeline::start(&c.pipeline)?;
-        let window = built.pipeline.max_in_flight().max(1);
-        contenders.push(Contender::new(
-            format!("camdnn (ort on every processor, {window} in flight)"),
-            Kind::Pipeline {
-                built,
-                window,
-                system: s,
-                last: None,
-            },
-            true,
-        ));
+        contenders.push(Contender::pipeline(c, s, |window| {
+            format!("camdnn (ort on every processor, {window} in flight)")
+        })?);
     }
     if !args.no_sequential {
         rust_contenders(args, cfg, system, workers, &mut contenders)?;

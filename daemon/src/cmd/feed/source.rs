@@ -274,6 +274,32 @@ fn probe_video_size(path: &Path) -> anyhow::Result<(u32, u32)> {
     })
 }
 
+/// The first `max` frames of the video at `path`, scaled to `size`, as RGB24 payloads (a
+/// clip the evaluation commands hold in memory).
+pub(crate) fn decode_video(
+    path: &Path,
+    size: (u32, u32),
+    max: usize,
+) -> anyhow::Result<Vec<Bytes>> {
+    if !path.is_file() {
+        bail!(
+            "video {} does not exist (scripts/fetch_test_video.sh fetches testdata/vtest.avi)",
+            path.display()
+        );
+    }
+    let mut frames = Vec::new();
+    for item in VideoFrames::spawn(path, size)?.take(max) {
+        match item.with_context(|| format!("decoding {}", path.display()))? {
+            Item::Frame(s) => frames.push(s.payload),
+            Item::Unreadable { label, error } => bail!("{label}: {error}"),
+        }
+    }
+    if frames.is_empty() {
+        bail!("{} has no frames", path.display());
+    }
+    Ok(frames)
+}
+
 /// RGB24 frames decoded from a video by an `ffmpeg` child process.
 pub struct VideoFrames {
     child: std::process::Child,

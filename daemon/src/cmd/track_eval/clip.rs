@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use camdnn_policy::rng::Rng;
 use camdnn_vision::{BBox, Preprocessor, RgbImage};
 
-use crate::cmd::feed::source::{ppm, Item, VideoFrames};
+use crate::cmd::feed::source::{decode_video, ppm};
 
 /// A slow pan from the left edge to the right edge of a photo while zooming in from a view of
 /// two thirds of its width to four ninths, over `frames` frames, each scaled to 640 pixels
@@ -93,24 +93,10 @@ pub enum Clip {
 impl Clip {
     /// The first `max` frames of a video, scaled to `width` x `height`.
     pub fn video(path: &Path, width: u32, height: u32, max: usize) -> anyhow::Result<Self> {
-        if !path.is_file() {
-            bail!(
-                "video {} does not exist (scripts/fetch_test_video.sh fetches testdata/vtest.avi)",
-                path.display()
-            );
-        }
-        let mut frames = Vec::new();
-        for item in VideoFrames::spawn(path, (width, height))?.take(max) {
-            match item? {
-                Item::Frame(s) => {
-                    frames.push(RgbImage::new(s.width, s.height, s.payload.to_vec())?)
-                }
-                Item::Unreadable { label, error } => bail!("{label}: {error}"),
-            }
-        }
-        if frames.is_empty() {
-            bail!("{} has no frames", path.display());
-        }
+        let frames = decode_video(path, (width, height), max)?
+            .into_iter()
+            .map(|p| RgbImage::new(width, height, p.to_vec()))
+            .collect::<Result<_, _>>()?;
         Ok(Clip::Video(frames))
     }
 

@@ -3,12 +3,11 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
 use bytes::Bytes;
 use camdnn_protocol::{Frame, PixelFormat};
 
 use super::super::stream::BenchFrame;
-use crate::cmd::feed::source::{Item, VideoFrames};
+use crate::cmd::feed::source::decode_video;
 
 /// A decoded clip: RGB frames of one size, in order.
 pub(super) struct Clip {
@@ -27,22 +26,7 @@ impl Clip {
         max: usize,
         fps: f64,
     ) -> anyhow::Result<Clip> {
-        if !path.is_file() {
-            bail!(
-                "video {} does not exist (scripts/fetch_test_video.sh fetches testdata/vtest.avi)",
-                path.display()
-            );
-        }
-        let mut frames = Vec::new();
-        for item in VideoFrames::spawn(path, (width, height))?.take(max) {
-            match item.with_context(|| format!("decoding {}", path.display()))? {
-                Item::Frame(s) => frames.push(s.payload),
-                Item::Unreadable { label, error } => bail!("{label}: {error}"),
-            }
-        }
-        if frames.is_empty() {
-            bail!("{} has no frames", path.display());
-        }
+        let frames = decode_video(path, (width, height), max)?;
         Ok(Clip {
             width,
             height,

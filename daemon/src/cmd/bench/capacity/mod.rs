@@ -25,7 +25,7 @@ use super::lineup::{all_ort, ort_template};
 use super::sequential::Pool;
 use super::{Args, Figures};
 use crate::config::DaemonConfig;
-use crate::pipeline::{self, FrameProcessor};
+use crate::pipeline;
 use cameras::Clip;
 
 /// One contender's answers at one rate, one per round.
@@ -179,30 +179,21 @@ fn reuse_variant(base: &DaemonConfig, on: bool) -> DaemonConfig {
     c
 }
 
+/// camdnn's pipeline from `cfg`, named `what` and its engines.
 fn pipeline_contender<'a>(
     what: &str,
     cfg: &DaemonConfig,
     system: &'a System,
 ) -> anyhow::Result<Contender<'a>> {
     eprintln!("starting {what} ...");
-    let built = pipeline::start(&cfg.pipeline).with_context(|| format!("starting {what}"))?;
-    let window = built.pipeline.max_in_flight().max(1);
     let engines: Vec<&str> = cfg
         .pipeline
         .processors
         .iter()
         .map(|q| q.engine.as_str())
         .collect();
-    Ok(Contender::new(
-        format!("{what} ({})", engines.join(" + ")),
-        Kind::Pipeline {
-            built,
-            window,
-            system,
-            last: None,
-        },
-        true,
-    ))
+    Contender::pipeline(cfg, system, |_| format!("{what} ({})", engines.join(" + ")))
+        .with_context(|| format!("starting {what}"))
 }
 
 /// Each frame's delay in frame order (`None`: not answered) of the run that left `figures`.
