@@ -11,8 +11,8 @@ use super::sequential::Pool;
 use super::stream::Stream;
 use super::Args;
 use crate::config::DaemonConfig;
-use crate::pipeline::config::ProcessorEntry;
 use crate::pipeline;
+use crate::pipeline::config::ProcessorEntry;
 
 /// The contenders, in the order each round runs them; the first, the
 /// pipeline, is the reference every ratio is taken to.

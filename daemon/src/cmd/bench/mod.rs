@@ -191,36 +191,9 @@ pub struct Args {
         value_name = "PROCESSOR:FACTOR:FROM_S[:UNTIL_S]"
     )]
     pub throttle: Option<String>,
-    /// The capacity search instead of the contenders: the most cameras, each
-    /// at one of these rates (frames/s, comma separated, e.g. 5,10), whose
-    /// frames are answered within the deadline (`--deadline-ms`, default two
-    /// frame periods) at `--target` or more; needs `--video`.
-    #[arg(long, requires = "video", value_name = "FPS[,FPS]")]
-    pub capacity: Option<String>,
-    /// The clip every camera of `--capacity` plays (decoded by ffmpeg at
-    /// --width x --height), e.g. testdata/vtest.avi (scripts/fetch_test_video.sh).
-    #[arg(long)]
-    pub video: Option<PathBuf>,
-    /// Frames of --video decoded (the cameras loop over them).
-    #[arg(long, default_value_t = 300)]
-    pub clip_frames: usize,
-    /// The rate --video was recorded at: a camera at half of it shows every
-    /// other frame.
-    #[arg(long, default_value_t = 10.0)]
-    pub clip_fps: f64,
-    /// Seconds of frames every camera sends in one capacity trial.
-    #[arg(long, default_value_t = 15.0)]
-    pub trial_seconds: f64,
-    /// Seconds at the start of each capacity trial whose frames are sent and
-    /// not counted (the cameras' start: tracks not yet confirmed).
-    #[arg(long, default_value_t = 3.0)]
-    pub trial_warmup_seconds: f64,
-    /// The most cameras a capacity trial tries.
-    #[arg(long, default_value_t = 48)]
-    pub max_cameras: usize,
-    /// A capacity trial passes when at least this share of its frames is on time.
-    #[arg(long, default_value_t = 0.99)]
-    pub target: f64,
+    /// The capacity search (`--capacity`, `capacity/`).
+    #[command(flatten)]
+    pub cameras: capacity::CapacityArgs,
 }
 
 /// Delay figures of one contender.
@@ -275,7 +248,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting a runtime")?;
-    if args.capacity.is_some() {
+    if args.cameras.capacity.is_some() {
         return capacity::run(args, &cfg, &rt);
     }
     let stream = Stream::of(args, &cfg, &system)?;

@@ -23,10 +23,45 @@ use camdnn_policy::System;
 use super::contenders::{Contender, Ctx, Kind};
 use super::lineup::{all_ort, ort_template};
 use super::sequential::Pool;
-use super::{Args, Figures};
+use super::Figures;
 use crate::config::DaemonConfig;
 use crate::pipeline;
 use cameras::Clip;
+
+/// Options of `camdnnd bench --capacity`.
+#[derive(clap::Args, Debug)]
+pub struct CapacityArgs {
+    /// The capacity search instead of the contenders: the most cameras, each
+    /// at one of these rates (frames/s, comma separated, e.g. 5,10), whose
+    /// frames are answered within the deadline (`--deadline-ms`, default two
+    /// frame periods) at `--target` or more; needs `--video`.
+    #[arg(long, requires = "video", value_name = "FPS[,FPS]")]
+    pub capacity: Option<String>,
+    /// The clip every camera of `--capacity` plays (decoded by ffmpeg at
+    /// --width x --height), e.g. testdata/vtest.avi (scripts/fetch_test_video.sh).
+    #[arg(long)]
+    pub video: Option<std::path::PathBuf>,
+    /// Frames of --video decoded (the cameras loop over them).
+    #[arg(long, default_value_t = 300)]
+    pub clip_frames: usize,
+    /// The rate --video was recorded at: a camera at half of it shows every
+    /// other frame.
+    #[arg(long, default_value_t = 10.0)]
+    pub clip_fps: f64,
+    /// Seconds of frames every camera sends in one capacity trial.
+    #[arg(long, default_value_t = 15.0)]
+    pub trial_seconds: f64,
+    /// Seconds at the start of each capacity trial whose frames are sent and
+    /// not counted (the cameras' start: tracks not yet confirmed).
+    #[arg(long, default_value_t = 3.0)]
+    pub trial_warmup_seconds: f64,
+    /// The most cameras a capacity trial tries.
+    #[arg(long, default_value_t = 48)]
+    pub max_cameras: usize,
+    /// A capacity trial passes when at least this share of its frames is on time.
+    #[arg(long, default_value_t = 0.99)]
+    pub target: f64,
+}
 
 /// One contender's answers at one rate, one per round.
 struct Answers {
@@ -37,32 +72,35 @@ struct Answers {
 
 /// Runs the capacity search and prints its table.
 pub(super) fn run(
-    args: &Args,
+    args: &super::Args,
     cfg: &DaemonConfig,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<()> {
-    let rates = parse_fps(args.capacity.as_deref().unwrap_or_default())?;
-    let Some(video) = &args.video else {
+    let rates = parse_fps(args.cameras.capacity.as_deref().unwrap_or_default())?;
+    let Some(video) = &args.cameras.video else {
         bail!("--capacity needs --video CLIP (scripts/fetch_test_video.sh fetches testdata/vtest.avi)");
     };
-    if !(args.target > 0.0 && args.target <= 1.0) {
-        bail!("--target {}: must be a share in (0, 1]", args.target);
+    if !(args.cameras.target > 0.0 && args.cameras.target <= 1.0) {
+        bail!(
+            "--target {}: must be a share in (0, 1]",
+            args.cameras.target
+        );
     }
-    if !(args.trial_seconds.is_finite()
-        && args.trial_warmup_seconds >= 0.0
-        && args.trial_warmup_seconds < args.trial_seconds)
+    if !(args.cameras.trial_seconds.is_finite()
+        && args.cameras.trial_warmup_seconds >= 0.0
+        && args.cameras.trial_warmup_seconds < args.cameras.trial_seconds)
     {
         bail!(
             "--trial-seconds {} and --trial-warmup-seconds {}: the warm-up must be shorter than the trial",
-            args.trial_seconds,
-            args.trial_warmup_seconds
+            args.cameras.trial_seconds,
+            args.cameras.trial_warmup_seconds
         );
     }
     let clip = Clip::decode(
         video,
         (args.width, args.height),
-        args.clip_frames,
-        args.clip_fps,
+        args.cameras.clip_frames,
+        args.cameras.clip_fps,
     )?;
     // camdnn on ONNX Runtime everywhere when the config mixes engines: the workers it is
     // compared with run ONNX Runtime on every core.
@@ -81,9 +119,9 @@ pub(super) fn run(
         clip.width,
         clip.height,
         clip.fps,
-        args.trial_seconds,
-        args.trial_warmup_seconds,
-        args.target * 100.0,
+        args.cameras.trial_seconds,
+        args.cameras.trial_warmup_seconds,
+        args.cameras.target * 100.0,
         super::super::profile::online_cores(),
         super::super::profile::utc_now(),
     );
@@ -125,22 +163,23 @@ pub(super) fn run(
     for round in 0..args.rounds {
         for (k, &fps) in rates.iter().enumerate() {
             let deadline = args.deadline_ms.unwrap_or(default_deadline_ms(fps));
-            let per_camera = ((args.trial_seconds * fps).ceil() as usize).max(1);
+            let per_camera = ((args.cameras.trial_seconds * fps).ceil() as usize).max(1);
             // Each camera's first frames are sent and not counted: a camera is judged
             // running, not starting (every contender pays its backlog all the same).
-            let warm_k = ((args.trial_warmup_seconds * fps).ceil() as usize).min(per_camera - 1);
+            let warm_k =
+                ((args.cameras.trial_warmup_seconds * fps).ceil() as usize).min(per_camera - 1);
             for (c, contender) in contenders.iter_mut().enumerate() {
                 let a = &mut answers[c][k];
                 let hint = a.cameras.last().copied();
                 let mut work = None;
-                let n = search::largest_passing(args.max_cameras, hint, |n| {
+                let n = search::largest_passing(args.cameras.max_cameras, hint, |n| {
                     let frames = clip.cameras(n, fps, per_camera, stream_base);
                     stream_base = stream_base.wrapping_add(n as u32);
                     let (run, _) = contender.run(&ctx, &frames, Some(n as f64 * fps))?;
                     let delays = delays_in_order(contender, &run.figures);
                     let acc =
                         Accounting::of_delays(&delays[(warm_k * n).min(delays.len())..], deadline);
-                    let pass = acc.goodput() >= args.target;
+                    let pass = acc.goodput() >= args.cameras.target;
                     eprintln!(
                         "round {}/{}, {fps} fps: {} with {n} cameras: {:.1}% on time (p99 {:.0} ms){}",
                         round + 1,
@@ -226,7 +265,7 @@ fn per_frame_work(c: &Contender, frames: usize) -> Option<Vec<f64>> {
 
 /// The answers, medians and ranges over rounds, and the bounds beside them.
 fn print_table(
-    args: &Args,
+    args: &super::Args,
     rates: &[f64],
     contenders: &[Contender],
     answers: &[Vec<Answers>],
@@ -234,7 +273,7 @@ fn print_table(
 ) {
     println!(
         "\ncameras served with at least {:.1}% of frames on time: median [min, max] over {} rounds",
-        args.target * 100.0,
+        args.cameras.target * 100.0,
         args.rounds
     );
     let head: Vec<String> = rates
