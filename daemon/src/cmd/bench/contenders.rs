@@ -51,6 +51,7 @@ pub(super) enum Kind<'a> {
     /// round robin; counts compared, answers not.
     PythonGraph {
         kind: &'static str,
+        images: python::Images,
         workers: usize,
         threads: usize,
     },
@@ -164,30 +165,24 @@ impl<'a> Contender<'a> {
             ),
             Kind::PythonGraph {
                 kind,
+                images,
                 workers,
                 threads,
-            } => {
-                let image = ctx
-                    .args
-                    .image
-                    .as_deref()
-                    .unwrap_or(std::path::Path::new(""));
-                (
-                    python::graph(
-                        ctx.cfg,
-                        ctx.system,
-                        ctx.args,
-                        kind,
-                        image,
-                        ctx.warm.len(),
-                        frames.len(),
-                        *workers,
-                        *threads,
-                        fps,
-                    )?,
-                    None,
-                )
-            }
+            } => (
+                python::graph(
+                    ctx.cfg,
+                    ctx.system,
+                    ctx.args,
+                    kind,
+                    *images,
+                    ctx.warm.len(),
+                    frames,
+                    *workers,
+                    *threads,
+                    fps,
+                )?,
+                None,
+            ),
         })
     }
 

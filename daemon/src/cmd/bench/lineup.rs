@@ -55,6 +55,7 @@ pub(super) fn contenders<'a>(
         let kind = |workers, threads| match graph.filter(|_| !upstream) {
             Some(kind) => Kind::PythonGraph {
                 kind,
+                images: python::Images::TheImage,
                 workers,
                 threads,
             },

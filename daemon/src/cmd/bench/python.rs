@@ -7,8 +7,9 @@
 //! the street graph as an onnxruntime loop). Both run as N processes taking
 //! frames round robin, or as one.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
@@ -252,33 +253,39 @@ pub(super) fn graph_kind(detector: &ModelEntry) -> Option<&'static str> {
     }
 }
 
+/// The images a Python image graph runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Images {
+    /// Every frame is `--image`, read by the script as its package's README reads it.
+    TheImage,
+    /// Every frame is its own pixels (a camera clip), written out as PPM files first.
+    EachFrame,
+}
+
 /// A user's Python on an image graph: `workers` processes of
 /// `scripts/bench_python_graph.py` (the OCR and faces graphs through their
 /// registry packages, the street graph as an onnxruntime loop), each with
-/// `threads` intra-op threads, taking the `frames` frames of the one image
-/// round robin, started together once loaded and warm; closed loop, or open
-/// at `fps`. Its work is the items each model file ran, counted at
-/// onnxruntime's `run`; its answers come from the package's own processing
-/// and are not compared.
+/// `threads` intra-op threads, taking `frames` round robin, started together
+/// once loaded and warm; closed loop, or open at `fps`. Its work is the items
+/// each model file ran, counted at onnxruntime's `run`; its answers come from
+/// the package's own processing and are not compared.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn graph(
     cfg: &DaemonConfig,
     system: &System,
     args: &Args,
     kind: &str,
-    image: &Path,
+    images: Images,
     warmup: usize,
-    frames: usize,
+    frames: &[BenchFrame],
     workers: usize,
     threads: usize,
     fps: Option<f64>,
 ) -> anyhow::Result<Run> {
     let mut script_args = vec![
         kind.to_string(),
-        "--image".into(),
-        image.display().to_string(),
         "--frames".into(),
-        frames.to_string(),
+        frames.len().to_string(),
         "--warmup".into(),
         warmup.to_string(),
         "--threads".into(),
@@ -287,9 +294,23 @@ pub(super) fn graph(
     if !args.python_package_defaults {
         script_args.push("--match-graph".into());
     }
-    let results = run_in_temp(args, &args.python_graph_script, workers, fps, |_| {
+    let results = run_in_temp(args, &args.python_graph_script, workers, fps, |dir| {
+        match images {
+            Images::TheImage => {
+                let image = args
+                    .image
+                    .as_deref()
+                    .context("the Python image graph needs --image")?;
+                script_args.extend(["--image".into(), image.display().to_string()]);
+            }
+            Images::EachFrame => {
+                let list = write_frames(dir, frames)?;
+                script_args.extend(["--image-list".into(), list.display().to_string()]);
+            }
+        }
         Ok(script_args)
     })?;
+    let frames = frames.len();
     let (start, end, delays) = gather(&results, frames)?;
     // Model file base name -> (model name, whether it is a root).
     let files: Vec<(String, String, bool)> = cfg
@@ -353,6 +374,39 @@ pub(super) fn graph(
     })
 }
 
+/// Writes each distinct frame of `frames` (frames sharing pixels share a file) as a binary
+/// PPM in `dir`, and a list naming one file per frame; returns the list's path.
+fn write_frames(dir: &Path, frames: &[BenchFrame]) -> anyhow::Result<PathBuf> {
+    let mut written: HashMap<*const u8, String> = HashMap::new();
+    let mut list = String::new();
+    for f in frames {
+        let f = &f.frame;
+        if f.pixel_format != camdnn_protocol::PixelFormat::Rgb24 {
+            bail!(
+                "the Python image graph takes RGB frames, not {:?}",
+                f.pixel_format
+            );
+        }
+        let n = written.len();
+        let path = match written.entry(f.payload.as_ptr()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let path = dir.join(format!("frame-{n}.ppm"));
+                let mut ppm = format!("P6\n{} {}\n255\n", f.width, f.height).into_bytes();
+                ppm.extend_from_slice(&f.payload);
+                std::fs::write(&path, ppm)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                e.insert(path.display().to_string())
+            }
+        };
+        list.push_str(path);
+        list.push('\n');
+    }
+    let path = dir.join("frames.txt");
+    std::fs::write(&path, list)?;
+    Ok(path)
+}
+
 /// The common start, the last end and each frame's delay from the workers'
 /// results; an error when a frame is missing, repeated or out of range.
 fn gather(results: &[serde_json::Value], frames: usize) -> anyhow::Result<(f64, f64, Vec<f64>)> {
@@ -402,5 +456,57 @@ pub(super) fn threads_label(threads: usize) -> String {
         0 => "default threads".to_string(),
         1 => "1 thread".to_string(),
         n => format!("{n} threads"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use camdnn_protocol::{Frame, PixelFormat};
+
+    use super::*;
+
+    fn frame(pixels: &Bytes, format: PixelFormat) -> BenchFrame {
+        BenchFrame {
+            frame: Frame {
+                stream_id: 0,
+                seq: 0,
+                capture_ts_us: 0,
+                width: 2,
+                height: 1,
+                pixel_format: format,
+                priority: None,
+                deadline: None,
+                detections: None,
+                payload: pixels.clone(),
+            },
+        }
+    }
+
+    #[test]
+    fn frames_sharing_pixels_share_one_ppm_file_in_frame_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            Bytes::from(vec![1u8, 2, 3, 4, 5, 6]),
+            Bytes::from(vec![7u8, 8, 9, 10, 11, 12]),
+        );
+        let frames = [&a, &b, &a].map(|p| frame(p, PixelFormat::Rgb24));
+        let list = std::fs::read_to_string(write_frames(dir.path(), &frames).unwrap()).unwrap();
+        let paths: Vec<&str> = list.lines().collect();
+        assert_eq!(paths.len(), 3);
+        assert_eq!(paths[0], paths[2]);
+        assert_ne!(paths[0], paths[1]);
+        let ppm = std::fs::read(paths[1]).unwrap();
+        let image = camdnn_vision::read_ppm(&ppm).unwrap();
+        assert_eq!((image.width(), image.height()), (2, 1));
+        assert_eq!(image.data(), &b[..]);
+    }
+
+    #[test]
+    fn a_frame_that_is_not_rgb_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let nv12 = frame(&Bytes::from(vec![0u8; 3]), PixelFormat::Nv12);
+        let err = write_frames(dir.path(), &[nv12]).unwrap_err().to_string();
+        assert!(err.contains("Nv12"), "{err}");
     }
 }

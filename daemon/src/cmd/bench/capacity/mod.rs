@@ -7,8 +7,12 @@
 //! interleaved rounds, each round's search starting from the last round's answer. The
 //! contenders do the same work on the same cores: camdnn's pipeline with tracking and result
 //! reuse (the config's `[pipeline.track]` and `reuse`, defaults where absent), the same
-//! pipeline inferring every object of every frame, and N single-thread ONNX Runtime workers
-//! sharing one queue across cameras (how Frigate runs its detector processes). Beside them:
+//! pipeline inferring every object of every frame, N single-thread ONNX Runtime workers
+//! sharing one queue across cameras (how Frigate runs its detector processes), and N Python
+//! processes taking the frames round robin (`scripts/bench_python_graph.py` on each frame's
+//! own pixels). Before the search, every contender runs the same frames of two cameras in a
+//! closed loop, and a contender whose work differs from camdnn inferring every object
+//! (detector runs, crops per model, answers) is named. Beside the counts:
 //! the cameras the detector alone allows on this profile (no schedule serves more without a
 //! detector interval) and each pipeline's bound for the work it did per frame.
 
@@ -22,7 +26,10 @@ use camdnn_policy::System;
 
 use super::contenders::{Contender, Ctx, Kind};
 use super::lineup::{all_ort, ort_template};
+use super::python;
 use super::sequential::Pool;
+use super::stream::BenchFrame;
+use super::work;
 use super::Figures;
 use crate::config::DaemonConfig;
 use crate::pipeline;
@@ -137,6 +144,19 @@ pub(super) fn run(
         Kind::Pool(Pool::load(cfg, &sys_without, &one, None, workers, name)?),
         true,
     ));
+    let root = &cfg.pipeline.models[sys_without.roots().next().map_or(0, |r| r.0)];
+    if let Some(kind) = python::graph_kind(root).filter(|_| !args.no_python) {
+        contenders.push(Contender::new(
+            format!("Python {kind}, {workers} single-thread processes round robin"),
+            Kind::PythonGraph {
+                kind,
+                images: python::Images::EachFrame,
+                workers,
+                threads: 1,
+            },
+            true,
+        ));
+    }
     let warm: Vec<_> = (0..args.warmup_frames)
         .map(|k| clip.frame(u32::MAX, k as u64, k % clip.frames.len()))
         .collect();
@@ -159,7 +179,9 @@ pub(super) fn run(
                 .collect()
         })
         .collect();
-    let mut stream_base = 0u32;
+    let same = clip.cameras(2, rates[0], 10, 0);
+    print_work(&mut contenders, &ctx, &same)?;
+    let mut stream_base = 2u32;
     for round in 0..args.rounds {
         for (k, &fps) in rates.iter().enumerate() {
             let deadline = args.deadline_ms.unwrap_or(default_deadline_ms(fps));
@@ -202,6 +224,41 @@ pub(super) fn run(
         }
     }
     print_table(args, &rates, &contenders, &answers, &sys_with);
+    Ok(())
+}
+
+/// Runs every contender once, closed loop, on `frames` and prints what each did; names a
+/// contender whose work differs from camdnn inferring every object (the second; the first,
+/// with reuse, does less by design).
+fn print_work(
+    contenders: &mut [Contender],
+    ctx: &Ctx,
+    frames: &[BenchFrame],
+) -> anyhow::Result<()> {
+    println!(
+        "\nwork on the same {} frames of 2 cameras, closed loop:",
+        frames.len()
+    );
+    let mut works = Vec::new();
+    for c in contenders.iter_mut() {
+        let (run, _) = c.run(ctx, frames, None)?;
+        println!("  {:<62} {}", c.name, run.work.describe());
+        works.push((c.name.clone(), run.work));
+    }
+    let Some(((ref_name, ref_work), rest)) = works.get(1).zip(works.get(2..)) else {
+        return Ok(());
+    };
+    let others: Vec<(&str, &work::Work)> = rest.iter().map(|(n, w)| (n.as_str(), w)).collect();
+    let differ = work::check((ref_name, ref_work), &others);
+    for (name, _) in &others {
+        match differ.iter().find(|(n, _)| n == name) {
+            Some((_, why)) => println!(
+                "  warning: {name} does other work than {ref_name}: {}",
+                why.join("; ")
+            ),
+            None => println!("  {name}: the same work as {ref_name}"),
+        }
+    }
     Ok(())
 }
 
