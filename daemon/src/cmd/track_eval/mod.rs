@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use camdnn_policy::reuse::{ReuseConfig, StreamReuse};
+use camdnn_policy::sim::{Segment, Trace};
 use camdnn_policy::ModelId;
 use camdnn_vision::track::StreamTracker;
 use camdnn_vision::{BBox, Preprocessor};
@@ -72,6 +73,11 @@ pub struct Args {
     /// Sets `pipeline.track.detector_interval`.
     #[arg(long)]
     pub detector_interval: Option<u32>,
+    /// Writes the tracked pass's work as a scene trace for `camdnnd simulate --trace`: per
+    /// frame, the requests of each request model left to infer after reuse (consecutive
+    /// equal frames merged). The simulator runs the detector on every frame.
+    #[arg(long, value_name = "FILE")]
+    pub write_trace: Option<PathBuf>,
 }
 
 /// The knobs the run uses: the config's, defaults where absent, the flags over both.
@@ -191,10 +197,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let order = clip::order(clip.frame_count(), args.shuffle);
     let mut pre = Preprocessor::new();
     let mut max_live = 0usize;
+    let mut work = Vec::with_capacity(order.len());
     for (i, &t) in order.iter().enumerate() {
         let image = clip.frame(&mut pre, t)?;
         let refs = replay::reference(&mut graph, &image)?;
+        let before: Vec<u64> = pass
+            .counts
+            .iter()
+            .map(ModelCounts::inferred_total)
+            .collect();
         let objects = pass.frame(&mut graph, &image, i as f64 * 1e3 / args.fps, &refs)?;
+        work.push(
+            graph
+                .system
+                .request_models()
+                .map(|m| (pass.counts[m.0].inferred_total() - before[m.0]) as u32)
+                .collect(),
+        );
         max_live = max_live.max(pass.tracker.live());
         if let (Some(ids), Clip::Pan(p)) = (&mut ids, &clip) {
             for o in objects.iter().filter(|o| o.box_age == 0) {
@@ -241,6 +260,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "engine runs (per-frame inference, and the tracked pass on boxes it did not run): {}",
         runs.join(", ")
     );
+    if let Some(path) = &args.write_trace {
+        std::fs::write(path, work_trace(work).to_text())
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!(
+            "wrote the tracked pass's work per frame to {}",
+            path.display()
+        );
+    }
     if let Some(ids) = ids {
         println!(
             "identities (pan): {} objects in the photo; {} confirmed boxes matched to one; id switches {}, id transfers {}",
@@ -251,6 +278,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Per-frame scenes as a trace, runs of equal frames merged into one segment.
+fn work_trace(frames: Vec<Vec<u32>>) -> Trace {
+    let mut segments: Vec<Segment> = Vec::new();
+    for scene in frames {
+        match segments.last_mut() {
+            Some(last) if last.scene == scene => last.frames += 1,
+            _ => segments.push(Segment { frames: 1, scene }),
+        }
+    }
+    Trace { segments }
 }
 
 fn report(graph: &graph::Graph, pass: &TrackedPass, reuse: &[Option<ReuseConfig>]) {
@@ -285,5 +324,26 @@ fn report(graph: &graph::Graph, pass: &TrackedPass, reuse: &[Option<ReuseConfig>
             pct(gender),
             c.all_agreement.unmatched,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_work_trace_merges_runs_of_equal_frames_and_reads_back() {
+        let frames = vec![vec![3, 1], vec![3, 1], vec![0, 0], vec![3, 1]];
+        let trace = work_trace(frames);
+        let runs: Vec<(usize, Vec<u32>)> = trace
+            .segments
+            .iter()
+            .map(|s| (s.frames, s.scene.clone()))
+            .collect();
+        assert_eq!(
+            runs,
+            vec![(2, vec![3, 1]), (1, vec![0, 0]), (1, vec![3, 1])]
+        );
+        assert_eq!(Trace::parse(&trace.to_text(), 2).unwrap(), trace);
     }
 }
