@@ -132,3 +132,43 @@ fn an_unknown_shape_is_named() {
     assert!(!ok);
     assert!(err.contains("unknown shape \"sideways\""), "{err}");
 }
+
+#[test]
+fn rules_ablated_together_are_one_row_and_an_unknown_rule_is_named() {
+    let (ok, out, err) = camdnnd(&[
+        "suite",
+        "--boards",
+        "1",
+        "--shapes",
+        "bursts",
+        "--ablate",
+        "--ablate-together",
+        "paper-home,settle-guard,lookahead",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| camdnn-greedy"))
+        .collect();
+    assert_eq!(
+        rows.len(),
+        1,
+        "one variant, the three rules at once:\n{out}"
+    );
+    assert!(rows[0].starts_with("| camdnn-greedy-3-rules |"), "{out}");
+
+    let (ok, _, err) = camdnnd(&[
+        "suite",
+        "--boards",
+        "1",
+        "--ablate",
+        "--ablate-together",
+        "lookahed",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("unknown rule \"lookahed\""), "{err}");
+    assert!(
+        err.contains("lookahead"),
+        "the known rules are listed: {err}"
+    );
+}

@@ -103,6 +103,13 @@ pub struct Args {
     /// each costs in mean on-time share.
     #[arg(long, conflicts_with_all = ["schedulers", "policies"])]
     pub ablate: bool,
+    /// With `--ablate`: instead of one rule at a time, the full step beside
+    /// the same step with every rule named here switched off at once
+    /// (comma-separated names of the ablation's rows without the leading
+    /// `-`, e.g. `paper-home,settle-guard`): what pruning them together
+    /// costs.
+    #[arg(long, value_delimiter = ',', requires = "ablate")]
+    pub ablate_together: Vec<String>,
 }
 
 /// Runs the suite and prints its tallies.
@@ -196,7 +203,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .jobs
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, |n| n.get());
-    let ablations = Tuning::ablations();
+    let ablations = if args.ablate_together.is_empty() {
+        Tuning::ablations()
+    } else {
+        let pruned = Tuning::without_rules(&args.ablate_together)?;
+        vec![(format!("-{}-rules", args.ablate_together.len()), pruned)]
+    };
     let cases = run_suite(
         &boards,
         &shapes,

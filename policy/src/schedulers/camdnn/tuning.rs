@@ -111,40 +111,89 @@ impl Tuning {
         ((frames as f64 * share + 1e-9).floor() as usize).max(1)
     }
 
+    /// Every rule of the step the ablation can switch off, by name (a
+    /// choice's [`Choice::name`], or a threshold's), with the change that
+    /// switches it off.
+    fn removals() -> Vec<(String, Removal)> {
+        let mut out: Vec<(String, Removal)> = Choice::ALL
+            .iter()
+            .filter(|&&c| c != Choice::DEFAULT)
+            .map(|&c| {
+                let removal: Removal = Box::new(move |t| t.offered[c.index()] = false);
+                (c.name().to_string(), removal)
+            })
+            .collect();
+        let rule =
+            |name: &str, change: fn(&mut Tuning)| (name.to_string(), Box::new(change) as Removal);
+        out.extend([
+            rule("history", |t| t.history_epochs = 1),
+            rule("lookahead", |t| t.lookahead_epochs = 0.0),
+            rule("win-margin", |t| t.win_margin = 0.0),
+            rule("delay-factor-proven", |t| t.delay_factor_proven = 1.0),
+            rule("delay-factor-unproven", |t| {
+                t.delay_factor_unproven = t.delay_factor_proven
+            }),
+            rule("delay-needs-on-time", |t| t.delay_needs_on_time = 0.0),
+            rule("record", |t| t.record = false),
+            rule("record-decay", |t| t.record_decay = 0.0),
+            rule("record-override", |t| t.record_override = f64::INFINITY),
+            rule("reality-gap", |t| t.reality_gap = f64::INFINITY),
+            rule("replica-factor", |t| t.replica_factor = 1.0),
+            rule("settle-guard", |t| t.settle_guard = false),
+            rule("epoch-scenes", |t| t.epoch_scenes = 1),
+        ]);
+        out
+    }
+
     /// One variant per choice (but the default) and per threshold, each
     /// the default step with that one switched off, named `-WHAT`: the
     /// ablation `camdnnd suite --ablate` runs.
     pub fn ablations() -> Vec<(String, Tuning)> {
-        let base = Tuning::default();
-        let mut out: Vec<(String, Tuning)> = Choice::ALL
-            .iter()
-            .filter(|&&c| c != Choice::DEFAULT)
-            .map(|&c| (format!("-{}", c.name()), base.clone().without(c)))
-            .collect();
-        let variant = |name: &str, change: &dyn Fn(&mut Tuning)| {
-            let mut t = base.clone();
-            change(&mut t);
-            (name.to_string(), t)
-        };
-        out.extend([
-            variant("-history", &|t| t.history_epochs = 1),
-            variant("-lookahead", &|t| t.lookahead_epochs = 0.0),
-            variant("-win-margin", &|t| t.win_margin = 0.0),
-            variant("-delay-factor-proven", &|t| t.delay_factor_proven = 1.0),
-            variant("-delay-factor-unproven", &|t| {
-                t.delay_factor_unproven = t.delay_factor_proven
-            }),
-            variant("-delay-needs-on-time", &|t| t.delay_needs_on_time = 0.0),
-            variant("-record", &|t| t.record = false),
-            variant("-record-decay", &|t| t.record_decay = 0.0),
-            variant("-record-override", &|t| t.record_override = f64::INFINITY),
-            variant("-reality-gap", &|t| t.reality_gap = f64::INFINITY),
-            variant("-replica-factor", &|t| t.replica_factor = 1.0),
-            variant("-settle-guard", &|t| t.settle_guard = false),
-            variant("-epoch-scenes", &|t| t.epoch_scenes = 1),
-        ]);
-        out
+        Self::removals()
+            .into_iter()
+            .map(|(name, remove)| {
+                let mut t = Tuning::default();
+                remove(&mut t);
+                (format!("-{name}"), t)
+            })
+            .collect()
     }
+
+    /// The default step with every rule `names` names switched off at
+    /// once (`camdnnd suite --ablate-together`), in the order
+    /// [`Tuning::ablations`] lists them; an unknown name is an error that
+    /// lists the known ones.
+    pub fn without_rules(names: &[String]) -> Result<Tuning, UnknownRule> {
+        let removals = Self::removals();
+        if let Some(unknown) = names.iter().find(|n| removals.iter().all(|(r, _)| r != *n)) {
+            return Err(UnknownRule {
+                name: unknown.clone(),
+                known: removals
+                    .iter()
+                    .map(|(r, _)| r.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let mut t = Tuning::default();
+        for (_, remove) in removals.iter().filter(|(r, _)| names.contains(r)) {
+            remove(&mut t);
+        }
+        Ok(t)
+    }
+}
+
+/// The change that switches one rule of the step off.
+type Removal = Box<dyn Fn(&mut Tuning)>;
+
+/// A rule name [`Tuning::without_rules`] does not know.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown rule {name:?} of the global step; known: {known}")]
+pub struct UnknownRule {
+    /// The name given.
+    pub name: String,
+    /// Every name the ablation knows, comma-separated.
+    pub known: String,
 }
 
 #[cfg(test)]
@@ -167,6 +216,37 @@ mod tests {
             .clone()
             .without(Choice::DEFAULT)
             .offers(Choice::DEFAULT));
+    }
+
+    #[test]
+    fn removing_rules_together_composes_the_single_removals() {
+        let single = Tuning::ablations();
+        let names = [
+            "lookahead".to_string(),
+            "queue".to_string(),
+            "record".to_string(),
+        ];
+        let together = Tuning::without_rules(&names).expect("known rules");
+        let mut expected = Tuning::default();
+        for (name, t) in &single {
+            if names.iter().any(|n| format!("-{n}") == *name) {
+                expected.offered = expected
+                    .offered
+                    .iter()
+                    .zip(t.offered)
+                    .map(|(a, b)| *a && b)
+                    .collect::<Vec<_>>()
+                    .try_into()
+                    .expect("one flag per choice");
+            }
+        }
+        expected.lookahead_epochs = 0.0;
+        expected.record = false;
+        assert_eq!(together, expected);
+        assert!(!together.offers(Choice::Queue));
+        let err = Tuning::without_rules(&["lookahed".to_string()]).unwrap_err();
+        assert_eq!(err.name, "lookahed");
+        assert!(err.known.contains("lookahead") && err.known.contains("stay-plan"));
     }
 
     #[test]
