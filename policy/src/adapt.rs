@@ -23,7 +23,8 @@ pub struct AdaptConfig {
     /// Least time between two global steps when a detector asks for one, ms.
     pub min_gap_ms: f64,
     /// Re-probing (`None`: off): a processor estimated slower than its
-    /// profile that ran no batch for this long gets its profile's speed back
+    /// profile none of whose batches showed it for this long (it ran none,
+    /// or ran them at its profile's speed) gets its profile's speed back
     /// at the next global step, so the plan tries it again; if it is still
     /// slow, its next batches show it and the drift detector moves it back.
     /// Without this, a unit that sped up again after a slow spell keeps too
@@ -84,8 +85,11 @@ pub struct Adapt {
     scene: Option<SceneShift>,
     min_gap_ms: f64,
     reprobe_ms: Option<f64>,
-    /// When each processor last finished a batch, ms.
-    last_batch_ms: Vec<f64>,
+    /// The board's profile, which a re-probe gives a processor back.
+    profile: System,
+    /// When each processor last finished a batch at least
+    /// [`REPROBE_RATIO`] slower than its profile, ms.
+    last_slow_ms: Vec<f64>,
     last_step_ms: f64,
     pending: Option<Trigger>,
     counts: AdaptCounts,
@@ -100,7 +104,8 @@ impl Adapt {
             scene: cfg.scene.clone().map(SceneShift::new),
             min_gap_ms: cfg.min_gap_ms.max(0.0),
             reprobe_ms: cfg.reprobe_ms.filter(|t| t.is_finite() && *t >= 0.0),
-            last_batch_ms: vec![f64::NEG_INFINITY; system.num_processors()],
+            profile: system.clone(),
+            last_slow_ms: vec![f64::NEG_INFINITY; system.num_processors()],
             last_step_ms: f64::NEG_INFINITY,
             pending: None,
             counts: AdaptCounts::default(),
@@ -132,8 +137,10 @@ impl Adapt {
         exec_ms: f64,
         load_ms: Option<f64>,
     ) -> Option<Trigger> {
-        if let Some(t) = self.last_batch_ms.get_mut(j.0) {
-            *t = now;
+        if exec_ms >= self.profile.exec_ms(i, j, k) * REPROBE_RATIO {
+            if let Some(t) = self.last_slow_ms.get_mut(j.0) {
+                *t = now;
+            }
         }
         let expected = self.estimates.exec_ms(i, j, k);
         let sample = self.estimates.observe_exec(i, j, k, exec_ms);
@@ -174,8 +181,10 @@ impl Adapt {
     }
 
     /// Before a global step at `now`: every processor estimated at least
-    /// [`REPROBE_RATIO`] slower than its profile that finished no batch for
-    /// `reprobe_ms` gets its profile's speed back in the estimates and in
+    /// [`REPROBE_RATIO`] slower than its profile none of whose batches
+    /// showed that slow-down for `reprobe_ms` (it ran none, or ran them at
+    /// about its profile's speed, which its other models' estimates do not
+    /// learn) gets its profile's speed back in the estimates and in
     /// `view`, so the step plans with it again (Band re-probes slow units
     /// the same way). Returns the processors re-probed.
     pub fn reprobe(&mut self, view: &mut System, now: f64) -> Vec<ProcId> {
@@ -185,10 +194,10 @@ impl Adapt {
         let mut out = Vec::new();
         for j in view.proc_ids() {
             let ratio = self.estimates.speed_ratio(j);
-            if now - self.last_batch_ms[j.0] < idle || ratio < REPROBE_RATIO {
+            if now - self.last_slow_ms[j.0] < idle || ratio < REPROBE_RATIO {
                 continue;
             }
-            self.estimates.rescale(j, 1.0 / ratio, None);
+            self.estimates.reset_to_profile(j);
             self.drift.reset(j);
             for m in view.model_ids() {
                 self.estimates.apply_pair(view, m, j);
@@ -274,6 +283,33 @@ mod tests {
         assert_eq!(adapt.counts().reprobes, 1);
         // Back at its profile, it is not re-probed again.
         assert!(adapt.reprobe(&mut view, last + 9000.0).is_empty());
+    }
+
+    #[test]
+    fn a_slow_unit_whose_batches_run_at_its_profile_again_is_re_probed() {
+        let system = board();
+        let mut view = system.clone();
+        let mut adapt = Adapt::new(&system, &AdaptConfig::default());
+        let mut now = slow_down(&mut adapt, &mut view);
+        // Still slow: its batches keep showing it, nothing is re-probed.
+        for _ in 0..20 {
+            for (k, ms) in [(1, 8.0), (2, 12.0)] {
+                now += 100.0;
+                adapt.observe_batch(&mut view, now, A, GPU, k, ms, None);
+            }
+        }
+        assert!(adapt.reprobe(&mut view, now).is_empty());
+        // Back at its profile's speed for batches of one only: that size's
+        // estimate follows, the unit's other estimates stay slow until the
+        // re-probe gives them back.
+        for _ in 0..35 {
+            now += 100.0;
+            adapt.observe_batch(&mut view, now, A, GPU, 1, 4.0, None);
+        }
+        assert!((view.exec_ms(A, GPU, 1) - 4.0).abs() < 0.5);
+        assert!((view.exec_ms(A, GPU, 2) - 12.0).abs() < 1.0);
+        assert_eq!(adapt.reprobe(&mut view, now), vec![GPU]);
+        assert!((view.exec_ms(A, GPU, 2) - 6.0).abs() < 0.5);
     }
 
     #[test]

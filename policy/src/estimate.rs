@@ -296,6 +296,32 @@ impl LiveEstimates {
         }
     }
 
+    /// Gives every estimate on p_j its profile's value back (a re-probe),
+    /// each cell's spread scaled with its mean.
+    pub fn reset_to_profile(&mut self, j: ProcId) {
+        if j.0 >= self.np {
+            return;
+        }
+        let reset = |cell: &mut Cell, prior: f64| {
+            if cell.n > 0 && cell.mean > 0.0 && prior.is_finite() {
+                let f = prior / cell.mean;
+                cell.mean = prior;
+                cell.var *= f * f;
+            }
+        };
+        for (c, cell) in self.exec.iter_mut().enumerate() {
+            if (c / self.nb) % self.np == j.0 {
+                reset(cell, self.prior_exec[c]);
+                cell.held = None;
+            }
+        }
+        for (c, cell) in self.load.iter_mut().enumerate() {
+            if c % self.np == j.0 {
+                reset(cell, self.prior_load[c]);
+            }
+        }
+    }
+
     /// Writes the estimates of pair (i, j) into `view` (the system the
     /// dispatcher, the batcher and the global step read).
     pub fn apply_pair(&self, view: &mut System, i: ModelId, j: ProcId) {
