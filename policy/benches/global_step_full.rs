@@ -1,8 +1,8 @@
 //! The whole global step of the full camdnn scheduler on the rb5 profile, as
 //! the daemon's scheduler thread runs it every epoch: the MLP's plan, the
 //! stay plan, every choice replayed on the last three epochs' scenes (210
-//! frames at 14 fps) and the previous step's choices audited on the last
-//! epoch. `global_step` times the planner alone.
+//! frames at 14 fps) and on the scene on camera held. `global_step` times
+//! the planner alone.
 
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::scheduler::Scheduler;

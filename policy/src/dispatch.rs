@@ -79,26 +79,6 @@ pub fn choose_host(
     best
 }
 
-/// Whether running detector i on p_j would load a copy there (i being
-/// resident on another unit) that evicts a classifier resident nowhere
-/// else. That classifier then takes turns with another in a slot elsewhere,
-/// a load for every frame, until a load of its own evicts the copy again:
-/// on gen-3181, after a step sent the detector back to its fastest unit, a
-/// frame arriving during that load put a copy on the GPU over the one
-/// classifier there. camdnn's dispatcher avoids such a copy while a step's
-/// loads are under way.
-pub fn strands_a_classifier(system: &System, cluster: &Cluster, i: ModelId, j: ProcId) -> bool {
-    system.models[i.0].parent.is_none()
-        && !cluster.is_resident(i, j)
-        && !cluster.has_room(system, i, j)
-        && system.proc_ids().any(|k| cluster.is_resident(i, k))
-        && cluster.victim(system, i, j).is_some_and(|m| {
-            system
-                .proc_ids()
-                .all(|k| k == j || !cluster.is_resident(m, k))
-        })
-}
-
 /// Time for `n` requests of model i on p_j run back to back in batches of
 /// at most its largest profiled batch, ms.
 fn group_exec_ms(system: &System, i: ModelId, j: ProcId, n: usize) -> f64 {

@@ -146,9 +146,8 @@ pub trait Scheduler {
     fn observe_scene(&mut self, _system: &System, _cluster: &Cluster, _now: f64, _scene: &[u32]) {}
 
     /// A frame left the pipeline at `now`: answered `delay_ms` after its
-    /// arrival, or dropped (`None`). Lets a global step compare what its
-    /// last choice delivered with what its replay predicted. Ignored by
-    /// default.
+    /// arrival, or dropped (`None`): what a scheduler that learns from
+    /// outcomes would read. Ignored by default.
     fn frame_done(&mut self, _now: f64, _delay_ms: Option<f64>) {}
 
     /// Starts the global step, due every epoch, for the most recent scene

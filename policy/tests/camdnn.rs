@@ -9,7 +9,9 @@ use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::mlp::MlpPolicy;
 use camdnn_policy::plan::{fastest_hosts, fill_free_slots};
 use camdnn_policy::scheduler::Scheduler;
-use camdnn_policy::schedulers::{self, keep_idle_residents, Camdnn, GreedyPlanner, Mode};
+use camdnn_policy::schedulers::{
+    self, keep_idle_residents, Camdnn, Choice, GreedyPlanner, Mode, Tuning,
+};
 use camdnn_policy::sim::{default_deadline_ms, full_scene, simulate, SimConfig, Trace};
 use camdnn_policy::suite::headline;
 use camdnn_policy::{Cluster, HostRule, Plan, PlanInput, System};
@@ -210,12 +212,10 @@ fn the_adoption_test_weighs_the_bottleneck_under_load_then_the_makespan() {
     assert!(!beats(&system, &input, &stay, &stay, 100.0));
 }
 
-/// Board x shape cases of `camdnnd suite` where the global step used to lose
-/// to Algorithm 1 alone on the on-time share (gen-23/bursts 0.750x before
-/// the replayed choice; gen-7/dominance 0.925x with a one-epoch window;
-/// gen-13/walk 0.973x while a choice could win the first step on 5 % less
-/// delay): camdnn-greedy now keeps at least 0.98x of camdnn-local's share
-/// there.
+/// Board x shape cases of `camdnnd suite` where a global step can lose to
+/// Algorithm 1 alone (a burst after empty frames, a dominant type that
+/// changes, a random walk): camdnn-greedy keeps at least 0.98x of
+/// camdnn-local's on-time share there.
 #[test]
 fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
     let cfg = SimConfig::default();
@@ -244,135 +244,38 @@ fn global_step_keeps_the_local_dispatchers_on_time_share_on_generated_boards() {
     }
 }
 
-/// On board gen-2214 (outside the suite's 30) the GPU holds one model: the
-/// detector, fastest there. On the dominance trace a step chose the
-/// static-DIST mapping, which moved the detector to the CPU (an 802 ms
-/// load); when the dominant type changed, no choice could move it back, as
-/// every choice without loads keeps the residency it finds, and camdnn-greedy
-/// was on time for 0.235 of the frames against camdnn-local's 0.718. The
-/// step now also offers Algorithm 1's start-up residency, and takes it once
-/// the GPU's 938 ms load can pay back: with steps on the epoch timer, 0.731.
-/// With real-time dropping in two stages and steps brought forward by drops
-/// (about one a second here), the record of the choices that load trailed
-/// and kept them out (0.580) until a large replayed gain could override it
-/// (`Tuning::record_override`): 0.809 (docs/decisions.md).
-#[test]
-fn the_global_step_can_move_the_detector_back_to_its_fastest_unit() {
-    let (full, on_time) = greedy_on_generated_with(2214, Shape::DominanceShift, timer_steps());
-    assert!(
-        on_time > 0.7,
-        "camdnn-greedy on time {on_time:.3}, choices {:?}",
-        full.choices()
-    );
-    let (_, on_time) = greedy_on_generated(2214, Shape::DominanceShift);
-    assert!(on_time > 0.75, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-3130 (outside the suite's 30; each type absent for 200
-/// frames in turn) loading a classifier on the GPU lost while its type was
-/// absent, and the out-of-sample record, which remembers about five epochs,
-/// kept that load out when the type came back, while the CPU that held the
-/// classifier fell behind: camdnn-greedy on time for 0.938 against
-/// camdnn-local's 1.000. A choice whose record trails is still replayed and
-/// is taken on a gain of `Tuning::record_override` of the replayed frames: 0.985.
-#[test]
-fn a_choice_whose_record_trails_is_taken_on_a_large_replayed_gain() {
-    let (_, on_time) = greedy_on_generated(3130, Shape::AbsentType);
-    assert!(on_time >= 0.98, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-2150's bursts trace (10 empty frames, then 10 heavy ones,
-/// repeated) a step brought forward by a dropped frame judged its choices on
-/// the last epochs' scenes, most of them empty, and kept one that dropped
-/// every other heavy frame: camdnn-greedy was on time for 0.500, as
-/// camdnn-local. Each choice is now also replayed on the scene on camera,
-/// held for two epochs (`Tuning::lookahead_epochs`).
+/// The step replays each choice on the scene on camera held for two epochs
+/// (`Tuning::lookahead_epochs`) as well as on the last epochs: when the
+/// dominant type changes, the past window is mostly the old scene, and
+/// judged on it alone a step keeps a choice made for a scene that is gone
+/// (gen-2004's dominance trace).
 #[test]
 fn the_global_step_judges_its_choices_on_the_scene_on_camera_too() {
-    let (_, on_time) = greedy_on_generated(2150, Shape::Bursts);
-    assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
+    let shape = Shape::DominanceShift;
+    let (_, on_time) = greedy_on_generated(2004, shape);
+    let (_, without) = greedy_with_tuning(2004, shape, |t| t.lookahead_epochs = 0.0);
+    assert!(
+        without + 0.05 < on_time,
+        "on time {on_time:.3}, without the lookahead {without:.3}"
+    );
 }
 
-/// On board gen-3181's walk trace (outside the suite's 30) a step one
-/// second in took the static-DIST mapping, which put the detector on the
-/// GPU (67 ms against 23 on the CPU); no choice brought it back beside the
-/// classifier the CPU runs best, and the replay of the start-up residency
-/// (the other classifier on the CPU) lost: camdnn-greedy was on time for
-/// 0.880 against camdnn-local's 0.978. The step now also offers the
-/// detector back on its fastest unit with the classifiers where they are
-/// (`detector_home`), and while its loads are under way the dispatcher does
-/// not pin a detector copy over the GPU's one classifier
-/// (`strands_a_classifier`), which made every frame load a classifier.
-/// Since the stream residency (choices 11 and 12) the walk trace no longer
-/// takes static-DIST's mapping at all (0.988). Since a detector's extra
-/// copies can be evicted, the dominance trace no longer does either, but
-/// it still brings the detector home with `detector_home` (0.971, against
-/// camdnn-local's 0.497).
-#[test]
-fn the_global_step_can_move_the_detector_home_keeping_the_classifiers() {
-    let (_, on_time) = greedy_on_generated(3181, Shape::RandomWalk);
-    assert!(on_time >= 0.97, "camdnn-greedy on time {on_time:.3}");
-    let (full, on_time) = greedy_on_generated(3181, Shape::DominanceShift);
-    let choices = full.choices();
-    assert!(choices[9] >= 1, "choices: {choices:?}");
-    assert!(on_time > 0.95, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-2283 (outside the suite's 30) the CPU runs every model
-/// fastest but cannot keep up alone (the detector takes 48 ms of a 71 ms
-/// period); the NPU runs the detector in 78 ms. Every rule of Algorithm 1
-/// counts the NPU's load and slower run against it, so every frame queued on
-/// the CPU and camdnn-greedy was on time for 0.102 of the paper trace; the
-/// central queue (`cq`), which sends each request to the unit free first,
-/// put a detector copy on the NPU and was on time for 0.370. The step now
-/// offers that rule too (`Mode::Queue`, choice 10): 0.520.
-#[test]
-fn the_global_step_can_take_the_central_queues_rule() {
-    let (full, on_time) = greedy_on_generated(2283, Shape::Paper);
-    assert!(full.choices()[10] >= 1, "choices: {:?}", full.choices());
-    assert!(on_time > 0.45, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-29 an NPU with one slot runs every model fastest, and
-/// Algorithm 1's start-up puts the detector there. The dominance trace then
-/// brings 20 objects a frame of a classifier the NPU runs 6x faster than
-/// the CPU: no choice without loads moved the detector, the CPU fell behind,
-/// and camdnn-greedy was on time for 0.491 of the frames. The step now
-/// offers a residency for the stream's bottleneck (choices 11 and 12). Since
-/// a detector's extra copies can be evicted, gen-29 gets there without it
-/// (camdnn-local 0.995 too); gen-17's dominance trace still takes it:
-/// camdnn-greedy 0.988, camdnn-local 0.530.
+/// Under load a stream is limited by its bottleneck unit: on gen-17's
+/// dominance trace, 20 objects a frame of a classifier an NPU with one
+/// slot runs fastest, the step takes a residency planned for the stream's
+/// bottleneck (`stream_residency`).
 #[test]
 fn the_global_step_can_plan_residency_for_the_streams_bottleneck() {
     let (full, on_time) = greedy_on_generated(17, Shape::DominanceShift);
-    let stream = full.choices()[11] + full.choices()[12];
+    let stream = full.kept(Choice::StreamFinishTime) + full.kept(Choice::StreamSplit);
     assert!(stream >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
 }
 
-/// On gen-28's bursts trace the step went back and forth between
-/// Algorithm 1's two host rules every 1.4 s. Steps taken under the paper's
-/// rule replayed the earliest-finish rule far ahead (111 of 197 frames on
-/// time against 65); steps taken under the earliest-finish rule replayed
-/// every choice about as poorly (32-34 of 206) and went back to the
-/// paper's rule on 6 % less delay, losing the frames again (on time 0.562;
-/// camdnn-local-eft 0.649). A delay gain now wins a step only on replays
-/// on time for at least half their frames.
-#[test]
-fn a_delay_gain_on_replays_mostly_late_does_not_win_a_step() {
-    let (full, on_time) = greedy_on_generated(28, Shape::Bursts);
-    let c = full.choices();
-    assert!(c[3] > 2 * c[2], "choices: {c:?}");
-    assert!(on_time > 0.6, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On gen-22's bursts trace the first five seconds lost frames to lateness
-/// alone (no drop), so the step that moved to the earliest-finish rule
-/// waited for the timer: 0.961 on time against camdnn-local-eft's 1.000.
-/// The first late answer after on-time ones now brings the step forward as
-/// a drop does; with steps on the timer alone the old figure comes back.
-/// Since camdnn starts in the earliest-finish rule, gen-22 loses no such
-/// frames; the case starts in the paper's rule, as it did then.
+/// A frame late after on-time ones brings the step forward as a drop does
+/// (`policy::stepper`): from the paper's host rule on gen-22's bursts trace,
+/// frames are lost to lateness alone, and waiting for the epoch timer
+/// costs them.
 #[test]
 fn a_late_answer_after_on_time_ones_brings_the_step_forward() {
     let (_, on_time) = greedy_from_paper_rule(22, Shape::Bursts, SimConfig::default());
@@ -429,11 +332,22 @@ fn greedy_from(
     (full, on_time)
 }
 
-/// On board gen-3298 (five models, four slots) every frame of the paper
-/// trace needs all five models, so no plan of the policy's fits and repair
-/// fails; the global step used to return there without offering its other
-/// choices, and camdnn-greedy stayed Algorithm 1 alone, thrashing loads
-/// (on time 0.199; static-DIST 1.000). The other choices are now offered.
+/// camdnn-greedy with one change to its tuning after a run of board
+/// `gen-SEED`'s `shape` trace, and its on-time share.
+fn greedy_with_tuning(
+    seed: u64,
+    shape: Shape,
+    change: fn(&mut Tuning),
+) -> (Camdnn<GreedyPlanner>, f64) {
+    let mut tuning = Tuning::default();
+    change(&mut tuning);
+    let full = Camdnn::with_tuning(GreedyPlanner::default(), 5.0, tuning);
+    greedy_from(full, seed, shape, SimConfig::default())
+}
+
+/// When every frame needs more models than the slots hold (gen-3298: five
+/// models, four slots), no plan of the policy's fits; the step still
+/// offers its other choices.
 #[test]
 fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
     let (full, on_time) = greedy_on_generated(3298, Shape::Paper);
@@ -442,60 +356,9 @@ fn the_global_step_offers_its_other_choices_when_no_plan_fits() {
     assert!(on_time > 0.5, "camdnn-greedy on time {on_time:.3}");
 }
 
-/// On board gen-5009 (outside the suite's 30) Algorithm 1 with the paper's
-/// rule loads a model on its first epochs, and from the residency that
-/// leaves, the earliest-finish rule is as lost as the paper's (on time
-/// 0.006 and 0.003 on the dominance trace), while camdnn-local-eft, which
-/// never left the start-up residency, is on time for 0.499. The step offered
-/// the start-up residency with the paper's rule only; it now also offers it
-/// with the earliest-finish rule and the group-split rule. With steps on the
-/// epoch timer it goes back with the group-split rule (0.449); with
-/// real-time dropping in two stages and steps brought forward by drops, it
-/// takes the group-split rule on the residency it found, which does as well
-/// (0.486; with one stage it went back with the earliest-finish rule;
-/// 0.438 since a detector's extra copies can be evicted). camdnn now starts
-/// in the earliest-finish rule (0.454 here), so the case starts in the
-/// paper's rule, as it did then.
-#[test]
-fn the_global_step_can_go_back_to_the_start_up_residency_under_either_rule() {
-    let dominance = Shape::DominanceShift;
-    let (full, on_time) = greedy_from_paper_rule(5009, dominance, timer_steps());
-    let c = full.choices();
-    assert!(c[6] + c[8] >= 1, "choices: {c:?}");
-    assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
-    let (_, on_time) = greedy_from_paper_rule(5009, dominance, SimConfig::default());
-    assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
-    let (_, on_time) = greedy_on_generated(5009, dominance);
-    assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-3211 (outside the suite's 30; one classifier and its
-/// refinement, one scene held for 800 frames) the step kept the searched
-/// stay plan at every step, its replays predicting 0.36-0.54 of the frames
-/// on time, while the run delivered 0.115 (camdnn-local 0.400): a plan
-/// adopted at a step a drop brought forward carried the backlog into its
-/// fallen-behind threshold. A kind of choice whose delivery falls far short
-/// of its own replay is no longer offered for a while, and the step moves
-/// on to one that delivers.
-#[test]
-fn a_choice_that_delivers_far_less_than_its_replay_is_not_offered_again() {
-    let (_, on_time) = greedy_on_generated(3211, Shape::DominanceShift);
-    assert!(on_time > 0.4, "camdnn-greedy on time {on_time:.3}");
-}
-
-/// On board gen-2183 (outside the suite's 30) the dominance trace's heavy
-/// frames bring a few requests of each classifier, and both of Algorithm
-/// 1's host rules send a frame's requests of one model to one unit as one
-/// batch: camdnn-greedy was on time for 0.352 of the frames (camdnn-local
-/// 0.260, camdnn-local-eft 0.716). The step now also offers Algorithm 1
-/// with the group-split rule (`HostRule::GroupFinish`), which spreads the
-/// requests over the units so the last finishes soonest, and takes it.
-/// The global step judges its choices under the pipeline's own admission.
-/// On gen-18's dominance trace with the daemon's default admission (at most
-/// two frames in the pipeline, newest waiting frame wins, no real-time
-/// dropping) camdnn-greedy was on time for 0.509 when its replays dropped
-/// frames a period behind, a rule that pipeline does not run; replayed as
-/// the pipeline admits, 0.887.
+/// The step replays its choices under the pipeline's own admission: with
+/// the daemon's default (at most two frames in the pipeline, the newest
+/// waiting frame wins, no real-time dropping) on gen-18's dominance trace.
 #[test]
 fn the_global_step_replays_its_choices_under_the_pipelines_admission() {
     let cfg = SimConfig {
@@ -506,10 +369,15 @@ fn the_global_step_replays_its_choices_under_the_pipelines_admission() {
     assert!(on_time > 0.8, "camdnn-greedy on time {on_time:.3}");
 }
 
+/// When a frame brings a few requests of each classifier, both of
+/// Algorithm 1's other rules send one model's requests to one unit as one
+/// batch; the group-split rule (`HostRule::GroupFinish`) spreads them so
+/// the last finishes soonest, and the step takes it on gen-2183's
+/// dominance trace.
 #[test]
 fn the_global_step_can_split_a_frames_requests_over_the_units() {
     let (full, on_time) = greedy_on_generated(2183, Shape::DominanceShift);
-    let split = full.choices()[7] + full.choices()[8];
+    let split = full.kept(Choice::Split);
     assert!(split >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
 }

@@ -86,10 +86,17 @@ fn the_heavy_classifier_takes_the_one_slot_unit_and_the_detector_moves() {
     );
     let plan = stream_of(&system, &[1, 20, 2], &now);
     // heavy (40 ms a frame at best) goes first, to the NPU; the detector
-    // and light go to the CPU (21 + 14 ms), leaving the NPU at 40 ms.
+    // and light go to the CPU (21 + 14 ms); a replica of heavy on the CPU
+    // takes the few requests that bring the NPU's 40 ms a frame down to
+    // the CPU's level.
     assert_eq!(
         resident(&system, &plan),
-        pairs(&[("detector", "cpu"), ("heavy", "npu"), ("light", "cpu")])
+        pairs(&[
+            ("detector", "cpu"),
+            ("heavy", "cpu"),
+            ("heavy", "npu"),
+            ("light", "cpu")
+        ])
     );
 
     // A scene without objects: the detector is all the work, and the NPU

@@ -10,8 +10,8 @@ mod ltf;
 mod recording;
 
 pub use camdnn::{
-    beats, detector_home, keep_idle_residents, stay_plan, stream_residency, stream_residency_with,
-    Camdnn, Choice, GreedyPlanner, Mode, Tuning,
+    beats, keep_idle_residents, stay_plan, stream_residency, Camdnn, Choice, GreedyPlanner, Mode,
+    Tuning,
 };
 pub use cq::CentralQueue;
 pub use fixed::Fixed;

@@ -20,22 +20,8 @@ pub enum Choice {
     Paper,
     /// Algorithm 1 alone with the earliest-finish rule, residency as it is.
     FinishTime,
-    /// Every model on its static-DIST host.
-    StaticDist,
-    /// Algorithm 1's start-up residency (the fastest hosts, free slots
-    /// filled) with the paper's rule.
-    PaperHome,
-    /// The start-up residency with the earliest-finish rule.
-    FinishTimeHome,
     /// Algorithm 1 with the group-split rule, residency as it is.
     Split,
-    /// The start-up residency with the group-split rule.
-    SplitHome,
-    /// The detector back on its fastest unit, the classifiers kept where
-    /// they are, with the paper's rule.
-    DetectorHome,
-    /// The central queue's rule: each batch to the unit free first.
-    Queue,
     /// A residency for the stream's bottleneck with the earliest-finish rule.
     StreamFinishTime,
     /// A residency for the stream's bottleneck with the group-split rule.
@@ -44,7 +30,7 @@ pub enum Choice {
 
 impl Choice {
     /// How many kinds there are.
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 7;
 
     /// Every kind, in index order.
     pub const ALL: [Choice; Choice::COUNT] = [
@@ -52,21 +38,14 @@ impl Choice {
         Choice::StayPlan,
         Choice::Paper,
         Choice::FinishTime,
-        Choice::StaticDist,
-        Choice::PaperHome,
-        Choice::FinishTimeHome,
         Choice::Split,
-        Choice::SplitHome,
-        Choice::DetectorHome,
-        Choice::Queue,
         Choice::StreamFinishTime,
         Choice::StreamSplit,
     ];
 
     /// The choice that changes nothing in the residency: Algorithm 1 alone
-    /// with the paper's rule, what `camdnn-local` does. The out-of-sample
-    /// record measures every other kind against it, so it is always
-    /// offered.
+    /// with the paper's rule, what `camdnn-local` does. It is always
+    /// offered, so a step can always leave the residency as it is.
     pub const DEFAULT: Choice = Choice::Paper;
 
     /// Its index in per-kind arrays ([`crate::schedulers::Camdnn::choices`]).
@@ -81,13 +60,7 @@ impl Choice {
             Choice::StayPlan => "stay-plan",
             Choice::Paper => "paper",
             Choice::FinishTime => "finish-time",
-            Choice::StaticDist => "static-dist",
-            Choice::PaperHome => "paper-home",
-            Choice::FinishTimeHome => "finish-time-home",
             Choice::Split => "split",
-            Choice::SplitHome => "split-home",
-            Choice::DetectorHome => "detector-home",
-            Choice::Queue => "queue",
             Choice::StreamFinishTime => "stream-finish-time",
             Choice::StreamSplit => "stream-split",
         }
@@ -101,8 +74,6 @@ impl Choice {
             Mode::Local(HostRule::PerRequest) => Choice::Paper,
             Mode::Local(HostRule::FinishTime) => Choice::FinishTime,
             Mode::Local(HostRule::GroupFinish) => Choice::Split,
-            Mode::Static => Choice::StaticDist,
-            Mode::Queue => Choice::Queue,
         }
     }
 }

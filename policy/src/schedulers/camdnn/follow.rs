@@ -4,7 +4,7 @@
 use super::residency::stay_split;
 use crate::mlp::search::Search;
 use crate::scheduler::{Batching, Scheduler};
-use crate::schedulers::{Fixed, LocalDispatcher};
+use crate::schedulers::LocalDispatcher;
 use crate::{choose_host, Cluster, Detector, HostRule, ModelId, Plan, PlanInput, ProcId, System};
 
 /// How the dispatcher places requests between two global steps.
@@ -15,21 +15,6 @@ pub enum Mode {
     Plan,
     /// Algorithm 1 alone with this host rule.
     Local(HostRule),
-    /// Every model on its static-DIST host ([`Fixed::static_dist`]),
-    /// whatever the scene: no loads while the scene moves. While the step's
-    /// loads are under way, a copy resident elsewhere that finishes sooner
-    /// takes the batch ([`sooner_resident`]).
-    Static,
-    /// Each batch to the unit whose queue ends soonest (then the one that
-    /// runs it fastest): the central queue's rule (`cq`), with the sync
-    /// timer's batches. On a board whose fastest unit cannot keep up
-    /// alone, a detector copy on a slower unit that is free first lets
-    /// frames alternate between the two, which no rule of Algorithm 1 does
-    /// (each counts the load and the slower run against that unit). A
-    /// classifier goes only where it is resident, when it is resident
-    /// anywhere: loading classifiers on demand moves the residency away
-    /// from what the step chose.
-    Queue,
 }
 
 /// The dispatching half of [`super::Camdnn`]: the plan it follows (or the
@@ -38,8 +23,6 @@ pub enum Mode {
 #[derive(Clone, Debug)]
 pub(super) struct Follow {
     pub(super) local: LocalDispatcher,
-    /// The static-DIST mapping, built at the first global step.
-    pub(super) fixed: Option<Fixed>,
     pub(super) mode: Mode,
     pub(super) plan: Option<Plan>,
     pub(super) resplit: Option<Search>,
@@ -52,26 +35,19 @@ pub(super) struct Follow {
     /// The plan's makespan when it was made, ms: a planned host whose queue
     /// alone is longer has fallen behind the plan.
     plan_makespan: f64,
-    /// Until when the loads the last step started are under way, ms.
-    settle_until_ms: f64,
-    /// Whether the dispatcher guards those loads ([`super::Tuning::settle_guard`]).
-    settle_guard: bool,
 }
 
 impl Follow {
     /// A dispatcher with sync timer `wait_ms` that has no plan yet.
-    pub(super) fn new(wait_ms: f64, settle_guard: bool) -> Self {
+    pub(super) fn new(wait_ms: f64) -> Self {
         Follow {
             local: LocalDispatcher::new(HostRule::PerRequest, wait_ms),
-            fixed: None,
             mode: Mode::Plan,
             plan: None,
             resplit: None,
             quota: Vec::new(),
             plan_residency: Vec::new(),
             plan_makespan: f64::INFINITY,
-            settle_until_ms: f64::NEG_INFINITY,
-            settle_guard,
         }
     }
 
@@ -90,15 +66,6 @@ impl Follow {
         let search = self.resplit.get_or_insert_with(|| Search::new(system));
         if let Some(plan) = stay_split(system, &input, search) {
             self.set_plan(system, cluster, &input, plan);
-        }
-    }
-
-    /// A step's loads started at `now` (`loads` of them): the units'
-    /// queues, loads included, are drained by when they are under way.
-    pub(super) fn loads_started(&mut self, cluster: &Cluster, now: f64, loads: u32) {
-        if loads > 0 {
-            let drained = cluster.rem_all(now).into_iter().fold(0.0, f64::max);
-            self.settle_until_ms = now + drained;
         }
     }
 
@@ -122,29 +89,6 @@ impl Follow {
         self.plan_residency.clear();
         self.plan_residency.extend_from_slice(cluster.residency());
     }
-
-    /// The central queue's rule ([`Mode::Queue`]).
-    fn queue_place(
-        system: &System,
-        cluster: &Cluster,
-        now: f64,
-        i: ModelId,
-        waiting: usize,
-    ) -> Option<(ProcId, usize)> {
-        let detector = system.models[i.0].parent.is_none();
-        let resident_somewhere = system.proc_ids().any(|j| cluster.is_resident(i, j));
-        let j = system
-            .supporting(i)
-            .filter(|&j| cluster.can_host(system, i, j))
-            .filter(|&j| detector || !resident_somewhere || cluster.is_resident(i, j))
-            .min_by(|&a, &b| {
-                cluster
-                    .rem_ms(a, now)
-                    .total_cmp(&cluster.rem_ms(b, now))
-                    .then(system.exec_ms(i, a, 1).total_cmp(&system.exec_ms(i, b, 1)))
-            })?;
-        Some((j, crate::preferred_fitting(system, i, j, waiting)))
-    }
 }
 
 impl Scheduler for Follow {
@@ -164,26 +108,9 @@ impl Scheduler for Follow {
         i: ModelId,
         waiting: usize,
     ) -> Option<(ProcId, usize)> {
-        match (self.mode, &mut self.fixed) {
-            (Mode::Local(rule), _) => {
-                let d = choose_host(system, cluster, rule, now, i, waiting)?;
-                if self.settle_guard
-                    && now < self.settle_until_ms
-                    && crate::dispatch::strands_a_classifier(system, cluster, i, d.proc)
-                {
-                    return soonest_resident(system, cluster, now, i, waiting);
-                }
-                return Some((d.proc, d.batch));
-            }
-            (Mode::Static, Some(fixed)) => {
-                let mapped = fixed.place(system, cluster, now, i, waiting)?;
-                if self.settle_guard && now < self.settle_until_ms {
-                    return Some(sooner_resident(system, cluster, now, i, waiting, mapped));
-                }
-                return Some(mapped);
-            }
-            (Mode::Queue, _) => return Self::queue_place(system, cluster, now, i, waiting),
-            _ => {}
+        if let Mode::Local(rule) = self.mode {
+            let d = choose_host(system, cluster, rule, now, i, waiting)?;
+            return Some((d.proc, d.batch));
         }
         let behind = self.plan_makespan;
         if let Some((j, k)) = planned_host(system, cluster, &self.quota, now, i, waiting, behind) {
@@ -195,13 +122,8 @@ impl Scheduler for Follow {
     }
 
     fn batch_target(&self, system: &System, cluster: &Cluster, i: ModelId) -> usize {
-        match (self.mode, &self.fixed) {
-            (Mode::Local(_), _) => {
-                return crate::scheduler::best_resident_batch(system, cluster, i)
-            }
-            (Mode::Static, Some(fixed)) => return fixed.batch_target(system, cluster, i),
-            (Mode::Queue, _) => return crate::scheduler::best_resident_batch(system, cluster, i),
-            _ => {}
+        if let Mode::Local(_) = self.mode {
+            return crate::scheduler::best_resident_batch(system, cluster, i);
         }
         let np = system.num_processors();
         system
@@ -240,44 +162,6 @@ impl Scheduler for Follow {
             }
         }
     }
-}
-
-/// Model i on the unit where it is resident whose queue ends soonest.
-fn soonest_resident(
-    system: &System,
-    cluster: &Cluster,
-    now: f64,
-    i: ModelId,
-    waiting: usize,
-) -> Option<(ProcId, usize)> {
-    let j = system
-        .proc_ids()
-        .filter(|&j| cluster.is_resident(i, j))
-        .min_by(|&a, &b| cluster.rem_ms(a, now).total_cmp(&cluster.rem_ms(b, now)))?;
-    Some((j, crate::preferred_fitting(system, i, j, waiting)))
-}
-
-/// `mapped` (a host and batch size for up to `waiting` requests of model
-/// i), or the unit where i is already resident that finishes a batch of
-/// them sooner. While a step's loads are under way the mapped unit may be
-/// queued behind a long load; a copy left resident elsewhere serves
-/// meanwhile.
-pub(super) fn sooner_resident(
-    system: &System,
-    cluster: &Cluster,
-    now: f64,
-    i: ModelId,
-    waiting: usize,
-    mapped: (ProcId, usize),
-) -> (ProcId, usize) {
-    let finish = |(j, k): (ProcId, usize)| cluster.rem_ms(j, now) + system.exec_ms(i, j, k);
-    system
-        .proc_ids()
-        .filter(|&j| cluster.is_resident(i, j))
-        .map(|j| (j, crate::preferred_fitting(system, i, j, waiting)))
-        .filter(|&alt| finish(alt) < finish(mapped))
-        .min_by(|a, b| finish(*a).total_cmp(&finish(*b)))
-        .unwrap_or(mapped)
 }
 
 /// Algorithm 1's rule restricted to the hosts where the plan still has

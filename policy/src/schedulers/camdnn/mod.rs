@@ -1,18 +1,19 @@
-//! The full camdnn scheduler: Algorithm 1 between global steps; every
-//! epoch (and at once after a dropped frame, at most once a second) a
-//! global step replays each of its candidate choices ([`Choice`]: a
-//! residency to load or none, and how the dispatcher places requests) with
-//! the simulator from the cluster's present state, on the scenes of the
-//! last epochs and on the scene on camera held, and keeps the incumbent
-//! unless another is clearly better on frames on time, then on delay; a
-//! kind whose out-of-sample record (what it would have done on the epoch
-//! after each step) trails the default's, or whose delivery fell far short
-//! of its replay, needs more to be taken. Every constant is in [`Tuning`].
+//! The full camdnn scheduler: Algorithm 1 between global steps, and a
+//! global step every epoch (and at once after a dropped frame or a first
+//! late answer, at most once a second). The step replays each of its
+//! choices ([`Choice`]: the global policy's plan with its loads, or the
+//! current residency's searched plan, followed request by request;
+//! Algorithm 1 alone on the residency as it is with the paper's, the
+//! earliest-finish or the group-split rule; a residency for the stream's
+//! bottleneck with the earliest-finish or the group-split rule) in the
+//! simulator from the cluster's present state, on the frames of the last
+//! epochs and on the scene on camera held for two more, and keeps the
+//! incumbent unless another answers more of those frames on time, or as
+//! many with less delay. Every constant is in [`Tuning`].
 
 mod choice;
 mod follow;
 mod planner;
-mod record;
 mod replay;
 mod residency;
 mod tuning;
@@ -22,10 +23,7 @@ mod tests;
 
 pub use choice::Choice;
 pub use follow::Mode;
-pub use residency::{
-    beats, detector_home, keep_idle_residents, stay_plan, stream_residency, stream_residency_with,
-    GreedyPlanner,
-};
+pub use residency::{beats, keep_idle_residents, stay_plan, stream_residency, GreedyPlanner};
 pub use tuning::Tuning;
 
 use follow::Follow;
@@ -53,16 +51,11 @@ pub struct Camdnn<G: GlobalPolicy> {
     /// How frames enter the pipeline, for the step's replays
     /// ([`Scheduler::set_admission`]).
     admission: FrameAdmission,
-    /// The frames that left the pipeline since the last global step: delay,
-    /// or `None` when dropped ([`Scheduler::frame_done`]).
-    delivered: Vec<Option<f64>>,
-    /// At most this many of them are kept: four replay windows' worth.
-    delivered_cap: usize,
 }
 
 /// A computed step, handed back: the planner, its decision (none when no
 /// choice was possible) and the dispatcher snapshot with the caches the
-/// step filled (the static-DIST mapping, the re-split search).
+/// step filled (the re-split search).
 struct Computed<G> {
     planner: Planner<G>,
     decision: Option<StepChoice>,
@@ -80,13 +73,11 @@ impl<G: GlobalPolicy> Camdnn<G> {
         let name = format!("camdnn-{}", global.name());
         Camdnn {
             name,
-            follow: Follow::new(wait_ms, tuning.settle_guard),
+            follow: Follow::new(wait_ms),
             window: Vec::new(),
             start: Mode::Local(HostRule::FinishTime),
             choices: [0; Choice::COUNT],
             admission: FrameAdmission::Behind(None),
-            delivered: Vec::new(),
-            delivered_cap: 4 * tuning.replay_frames,
             planner: Some(Planner::new(global, tuning)),
         }
     }
@@ -193,15 +184,6 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         };
     }
 
-    /// Kept for the next step's check of what its last choice delivered.
-    /// Bounded: at most four replay windows' worth, the first frames since
-    /// the last step.
-    fn frame_done(&mut self, _now: f64, delay_ms: Option<f64>) {
-        if self.delivered.len() < self.delivered_cap {
-            self.delivered.push(delay_ms);
-        }
-    }
-
     /// A frame whose scene differs from the plan's gets the plan re-split
     /// for it over the current residency (no loads), and the frame's quota
     /// per (model, host) is taken from the plan. The scene joins the window.
@@ -235,7 +217,6 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
             frames_per_epoch,
             epoch_ms,
             admission: self.admission,
-            delivered: std::mem::take(&mut self.delivered),
         };
         Some(EpochJob::new(move || {
             let decision = planner.decide(&mut input);
@@ -263,9 +244,6 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         };
         self.planner = Some(done.planner);
         let f = &mut self.follow;
-        if f.fixed.is_none() {
-            f.fixed = done.follow.fixed;
-        }
         if f.resplit.is_none() {
             f.resplit = done.follow.resplit;
         }
@@ -276,7 +254,6 @@ impl<G: GlobalPolicy + Send + 'static> Scheduler for Camdnn<G> {
         let loads = d
             .load
             .map_or(0, |r| cluster.apply_residency(system, now, &r));
-        f.loads_started(cluster, now, loads);
         f.mode = d.mode;
         if let Some((plan, makespan)) = d.plan {
             f.follow_plan(plan, makespan, cluster);

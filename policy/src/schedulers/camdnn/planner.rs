@@ -1,19 +1,14 @@
-//! The global step itself: audit the last step's choices, build this
-//! step's candidates, replay each and keep the best.
+//! The global step itself: build this step's candidates, replay each and
+//! keep the best.
 
 use super::choice::Choice;
 use super::follow::{Follow, Mode};
-use super::record::{Audit, Probe, TrackRecord};
-use super::replay::{lookahead, mean_scene, replay, replay_config, score_choice, Score};
-use super::residency::{
-    beats, detector_home, keep_idle_residents, stay_split, stream_residency_with,
-};
+use super::replay::{lookahead, mean_scene, replay_config, score_choice, Score};
+use super::residency::{beats, keep_idle_residents, stay_split, stream_residency};
 use super::tuning::Tuning;
 use crate::admission::FrameAdmission;
 use crate::epoch::EpochScenes;
 use crate::mlp::search::Search;
-use crate::schedulers::Fixed;
-use crate::sim::default_deadline_ms;
 use crate::{repair, Cluster, Detector, GlobalPolicy, HostRule, Plan, PlanInput, System};
 
 /// The global step's own state, moved into the job that computes a step
@@ -27,13 +22,6 @@ pub(super) struct Planner<G> {
     pub(super) history: Vec<Vec<Vec<u32>>>,
     /// When the last global step ran, ms (0 before the first).
     last_epoch_ms: f64,
-    /// Every choice of the last step as it would have started, to be
-    /// replayed on the epoch that followed.
-    audit: Option<Audit>,
-    /// Each choice's out-of-sample record from those audits.
-    record: TrackRecord,
-    /// The choice the last step kept.
-    chosen: Option<Choice>,
 }
 
 /// Everything a global step decides on, taken when it starts: the board,
@@ -49,7 +37,6 @@ pub(super) struct StepInput {
     pub(super) frames_per_epoch: f64,
     pub(super) epoch_ms: f64,
     pub(super) admission: FrameAdmission,
-    pub(super) delivered: Vec<Option<f64>>,
 }
 
 /// What a global step chose: the kind of choice, the residency to load (if
@@ -76,22 +63,17 @@ impl<G: GlobalPolicy> Planner<G> {
     pub(super) fn new(global: G, tuning: Tuning) -> Self {
         Planner {
             global,
-            record: TrackRecord::new(&tuning),
             tuning,
             history: Vec::new(),
             last_epoch_ms: 0.0,
-            audit: None,
-            chosen: None,
         }
     }
 
-    /// Decides a global step on what it was given: the audit of the last
-    /// step's choices, then every candidate replayed and the best kept.
+    /// Decides a global step on what it was given: every candidate
+    /// replayed and the best kept.
     pub(super) fn decide(&mut self, input: &mut StepInput) -> Option<StepChoice> {
         let window = std::mem::take(&mut input.window);
-        let delivered = std::mem::take(&mut input.delivered);
-        let (observed, epoch_frames) = self.remember(window, input.frames_per_epoch);
-        self.audit_last_step(input, observed, epoch_frames, &delivered);
+        self.remember(window, input.frames_per_epoch);
         let StepInput {
             system,
             cluster,
@@ -152,7 +134,6 @@ impl<G: GlobalPolicy> Planner<G> {
             self.choose(&replays, &mut candidates, incumbent)
         };
         let c = candidates.into_iter().find(|c| c.choice == choice)?;
-        self.chosen = Some(choice);
         let det = Detector::fastest(system);
         let plan = c.plan.map(|p| {
             let makespan = p.makespan_ms(system, &plan_input, det);
@@ -167,10 +148,9 @@ impl<G: GlobalPolicy> Planner<G> {
     }
 
     /// Keeps the epoch's window (its observed scenes spread over the frames
-    /// offered, the first [`Tuning::replay_frames`] of them) in the history;
-    /// returns whether any frame was observed and the epoch's frames before
-    /// the cap.
-    fn remember(&mut self, mut window: Vec<Vec<u32>>, frames_per_epoch: f64) -> (bool, usize) {
+    /// offered, the first [`Tuning::replay_frames`] of them) in the history
+    /// when any frame was observed.
+    fn remember(&mut self, mut window: Vec<Vec<u32>>, frames_per_epoch: f64) {
         // Frames dropped before their detector ran were never observed:
         // each observed scene stands for its share of the epoch's frames.
         let offered = frames_per_epoch.round() as usize;
@@ -179,78 +159,12 @@ impl<G: GlobalPolicy> Planner<G> {
                 .map(|k| window[k * window.len() / offered].clone())
                 .collect();
         }
-        let observed = !window.is_empty();
-        let epoch_frames = window.len();
         window.truncate(self.tuning.replay_frames);
-        if observed {
+        if !window.is_empty() {
             self.history.push(window);
             if self.history.len() > self.tuning.history_epochs {
                 self.history.remove(0);
             }
-        }
-        (observed, epoch_frames)
-    }
-
-    /// Out of sample: what each choice of the last step did on the epoch
-    /// that followed it (the last history entry), from that step's state;
-    /// and whether the kept choice delivered what its replay said. Nothing
-    /// when no frame of that epoch was `observed` (the last history entry
-    /// is an older one); the audit is spent either way.
-    fn audit_last_step(
-        &mut self,
-        input: &StepInput,
-        observed: bool,
-        epoch_frames: usize,
-        delivered: &[Option<f64>],
-    ) {
-        let audit = self.audit.take();
-        let (Some(audit), Some(epoch), true) = (audit, self.history.last(), observed) else {
-            return;
-        };
-        let system = &input.system;
-        let period = (input.now - audit.at_ms) / epoch_frames.max(1) as f64;
-        let cfg = replay_config(period, input.admission);
-        let mut on_time: [Option<f64>; Choice::COUNT] = [None; Choice::COUNT];
-        for probe in audit.probes {
-            let Probe {
-                choice,
-                mut follow,
-                cluster,
-                same_as,
-            } = probe;
-            if let Some(n) = same_as.and_then(|t| on_time[t.index()]) {
-                on_time[choice.index()] = Some(n);
-            } else if let Some(score) =
-                replay(system, &mut follow, cluster, audit.at_ms, epoch, &cfg)
-            {
-                on_time[choice.index()] = Some(score.on_time as f64);
-            }
-        }
-        // What the kept choice delivered: when it fell far short of its
-        // own replay on the same frames, the replays misjudge that kind.
-        if let Some(c) = self.chosen {
-            let deadline = default_deadline_ms(cfg.fps);
-            if let (Some(predicted), false) = (on_time[c.index()], delivered.is_empty()) {
-                let share = delivered
-                    .iter()
-                    .flatten()
-                    .filter(|&&d| d <= deadline)
-                    .count() as f64
-                    / delivered.len() as f64;
-                let predicted_share = predicted / epoch.len().max(1) as f64;
-                if share < predicted_share - self.tuning.reality_gap {
-                    self.record.misjudge(c);
-                }
-            }
-        }
-        // A choice not offered at that step counts as the default did.
-        if let Some(default) = on_time[Choice::DEFAULT.index()] {
-            self.record.add(
-                on_time.map(|n| n.unwrap_or(default)),
-                epoch.len(),
-                input.now - audit.at_ms,
-                input.epoch_ms,
-            );
         }
     }
 
@@ -289,20 +203,6 @@ impl<G: GlobalPolicy> Planner<G> {
         let new = repair(system, input, &planned).ok();
         let search = f.resplit.get_or_insert_with(|| Search::new(system));
         let stay = stay_split(system, input, search);
-        let fixed = f
-            .fixed
-            .get_or_insert_with(|| Fixed::static_dist(system, f.local.wait_ms()));
-        let mut pinned = Plan::empty(system);
-        for i in system.model_ids() {
-            pinned.set_resident(i, fixed.host(i), true);
-        }
-        // Algorithm 1's start-up residency (the detector on its fastest
-        // unit): a way back once a choice has moved the detector.
-        let home = keep_idle_residents(
-            system,
-            input,
-            &crate::plan::fill_free_slots(system, &crate::plan::fastest_hosts(system)),
-        );
         // The stream residency is for the mean scene the replays are run
         // on (the past window and the latest scene held): the latest scene
         // alone moves with every step on a random walk, and each move loads.
@@ -311,10 +211,8 @@ impl<G: GlobalPolicy> Planner<G> {
             scene: &replayed,
             ..*input
         };
-        let stream = stream_residency_with(system, &stream_input, self.tuning.replica_factor);
-        let back = detector_home(system, input).map(|b| keep_idle_residents(system, input, &b));
+        let stream = stream_residency(system, &stream_input);
         let kept = new.as_ref().map(|n| keep_idle_residents(system, input, n));
-        let statics = keep_idle_residents(system, input, &pinned);
         let local = Mode::Local;
         let (paper, eft, split) = (
             local(HostRule::PerRequest),
@@ -326,22 +224,7 @@ impl<G: GlobalPolicy> Planner<G> {
             cand(Choice::StayPlan, None, Mode::Plan, stay.clone()),
             cand(Choice::Paper, None, paper, stay.clone()),
             cand(Choice::FinishTime, None, eft, stay.clone()),
-            cand(
-                Choice::StaticDist,
-                Some(statics),
-                Mode::Static,
-                stay.clone(),
-            ),
-            cand(Choice::PaperHome, Some(home.clone()), paper, stay.clone()),
-            cand(
-                Choice::FinishTimeHome,
-                Some(home.clone()),
-                eft,
-                stay.clone(),
-            ),
             cand(Choice::Split, None, split, stay.clone()),
-            cand(Choice::SplitHome, Some(home), split, stay.clone()),
-            cand(Choice::Queue, None, Mode::Queue, stay.clone()),
             cand(
                 Choice::StreamFinishTime,
                 Some(stream.clone()),
@@ -350,9 +233,6 @@ impl<G: GlobalPolicy> Planner<G> {
             ),
             cand(Choice::StreamSplit, Some(stream), split, stay.clone()),
         ];
-        if let Some(back) = back {
-            out.push(cand(Choice::DetectorHome, Some(back), paper, stay.clone()));
-        }
         // Following a plan needs one.
         out.retain(|c| c.mode != Mode::Plan || c.plan.is_some());
         out.retain(|c| self.tuning.offers(c.choice));
@@ -360,61 +240,25 @@ impl<G: GlobalPolicy> Planner<G> {
     }
 
     /// Replays every candidate and returns the one to keep: the incumbent
-    /// unless another is clearly better ([`Score::beats`]); a kind whose
-    /// record trails the default's only on a gain of
-    /// [`Tuning::record_override`]. Leaves the audit of this step.
-    fn choose(&mut self, r: &Replays, candidates: &mut [Candidate], incumbent: Choice) -> Choice {
+    /// unless another is better ([`Score::beats`]).
+    fn choose(&self, r: &Replays, candidates: &mut [Candidate], incumbent: Choice) -> Choice {
         let mut best: Option<(Choice, Score)> = None;
-        let scored = r.window.len() + r.ahead.len();
         // The incumbent first, so a tie keeps it.
         candidates.sort_by_key(|c| c.choice != incumbent);
-        let mut probes = Vec::with_capacity(candidates.len());
         let mut scores: [Option<Score>; Choice::COUNT] = [None; Choice::COUNT];
-        let mut trailing: Vec<(Choice, Score)> = Vec::new();
         for c in candidates.iter() {
             let (probe, cluster, same_as) = r.start(c, candidates);
-            let score = if self.record.misjudged(c.choice) {
-                None
-            } else {
-                same_as
-                    .and_then(|t| scores[t.index()])
-                    .or_else(|| r.score(&probe, &cluster))
-            };
+            let score = same_as
+                .and_then(|t| scores[t.index()])
+                .or_else(|| r.score(&probe, &cluster));
             scores[c.choice.index()] = score;
-            probes.push(Probe {
-                choice: c.choice,
-                follow: probe,
-                cluster,
-                same_as,
-            });
             let Some(score) = score else {
                 continue;
             };
-            if self.record.trails(c.choice) {
-                trailing.push((c.choice, score));
-                continue;
-            }
-            let proven = self.record.proves(c.choice);
-            if best
-                .as_ref()
-                .is_none_or(|b| score.beats(&b.1, scored, proven, &self.tuning))
-            {
+            if best.as_ref().is_none_or(|b| score.beats(&b.1)) {
                 best = Some((c.choice, score));
             }
         }
-        let overriding = ((scored as f64 * self.tuning.record_override).ceil() as usize).max(1);
-        for (choice, score) in trailing {
-            if best
-                .as_ref()
-                .is_some_and(|b| score.on_time >= b.1.on_time.saturating_add(overriding))
-            {
-                best = Some((choice, score));
-            }
-        }
-        self.audit = Some(Audit {
-            at_ms: r.now,
-            probes,
-        });
         best.map_or(incumbent, |b| b.0)
     }
 }
@@ -451,8 +295,7 @@ impl Replays<'_> {
         let mut probe = self.follow.clone();
         let mut cluster = self.cluster.clone();
         if let Some(residency) = &c.load {
-            let loads = cluster.apply_residency(self.system, self.now, residency);
-            probe.loads_started(&cluster, self.now, loads);
+            cluster.apply_residency(self.system, self.now, residency);
         }
         let same_as = (c.load.is_some() && cluster.residency() == self.cluster.residency())
             .then(|| {

@@ -24,34 +24,11 @@ impl std::ops::AddAssign for Score {
 }
 
 impl Score {
-    /// Clearly better than `other` over a replay of `frames`: the margin of
-    /// [`Tuning::win_margin`] more on time, or as many and less delay, under
-    /// [`Tuning::delay_factor_proven`] of it when the choice's record
-    /// `proven` such wins hold, else under
-    /// [`Tuning::delay_factor_unproven`]. The margins keep the incumbent on
-    /// noise: the window is the past, the choice is for the future. A win on
-    /// delay alone also needs the replay on time for
-    /// [`Tuning::delay_needs_on_time`] of its frames ([`Score::delay_tells`]).
-    pub(super) fn beats(&self, other: &Score, frames: usize, proven: bool, t: &Tuning) -> bool {
-        let margin = Tuning::frames_margin(t.win_margin, frames);
-        let delay_factor = if proven {
-            t.delay_factor_proven
-        } else {
-            t.delay_factor_unproven
-        };
-        self.on_time >= other.on_time + margin
-            || (self.delay_tells(frames, t)
-                && self.on_time >= other.on_time
-                && self.cost_ms < other.cost_ms * delay_factor)
-    }
-
-    /// Whether the delay of a replay that many frames long says something
-    /// about the choice: it was on time for the tuning's share of them.
-    /// Under that, every choice's replay is of a pipeline far behind, its
-    /// cost is mostly misses counted at twice the deadline, and a few
-    /// percent of it is how late the misses came.
-    fn delay_tells(&self, frames: usize, t: &Tuning) -> bool {
-        self.on_time as f64 >= t.delay_needs_on_time * frames as f64
+    /// Better than `other`: more frames on time, or as many and less
+    /// delay.
+    pub(super) fn beats(&self, other: &Score) -> bool {
+        self.on_time > other.on_time
+            || (self.on_time == other.on_time && self.cost_ms < other.cost_ms)
     }
 }
 

@@ -58,91 +58,17 @@ pub fn keep_idle_residents(system: &System, input: &PlanInput, plan: &Plan) -> P
     out
 }
 
-/// The current residency with every detector moved to its fastest unit,
-/// the classifiers staying where they are: the way back after a choice moved
-/// the detector off it, which no choice without loads offers and the
-/// start-up residency offers only with the classifiers' start-up places. To
-/// make room there, the classifier that loses least by moving goes into a
-/// slot the detector left (or stays resident elsewhere if it already is);
-/// one with no place left is resident nowhere and loads on demand. `None`
-/// when every detector is already on its fastest unit.
-pub fn detector_home(system: &System, input: &PlanInput) -> Option<Plan> {
-    let mut out = residency_as_is(system, input);
-    let mut moved = false;
-    for r in system.roots() {
-        let home = system
-            .supporting(r)
-            .min_by(|&a, &b| system.exec_ms(r, a, 1).total_cmp(&system.exec_ms(r, b, 1)))?;
-        if out.resident(r, home) {
-            continue;
-        }
-        moved = true;
-        for j in system.proc_ids() {
-            out.set_resident(r, j, false);
-        }
-        while !crate::plan::fits(system, &out, r, home) {
-            let (c, to) = cheapest_to_move(system, &out, home)?;
-            out.set_resident(c, home, false);
-            if let Some(k) = to {
-                out.set_resident(c, k, true);
-            }
-        }
-        out.set_resident(r, home, true);
-    }
-    moved.then_some(out)
-}
-
-/// The classifier resident on `home` that loses least by leaving it, and
-/// where it goes: nowhere new when it has a replica elsewhere (no cost), else
-/// its fastest unit with room (the cost its time there over its time on
-/// `home`), else nowhere (an infinite cost). `None` when `home` holds no
-/// classifier.
-fn cheapest_to_move(
-    system: &System,
-    out: &Plan,
-    home: ProcId,
-) -> Option<(ModelId, Option<ProcId>)> {
-    let elsewhere = |c: ModelId| -> Option<(Option<ProcId>, f64)> {
-        if system.proc_ids().any(|k| k != home && out.resident(c, k)) {
-            return Some((None, 0.0));
-        }
-        system
-            .supporting(c)
-            .filter(|&k| k != home && crate::plan::fits(system, out, c, k))
-            .map(|k| {
-                (
-                    Some(k),
-                    system.exec_ms(c, k, 1) / system.exec_ms(c, home, 1),
-                )
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-    };
-    system
-        .request_models()
-        .filter(|&c| out.resident(c, home))
-        .map(|c| (c, elsewhere(c).unwrap_or((None, f64::INFINITY))))
-        .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
-        .map(|(c, (to, _))| (c, to))
-}
-
-/// A residency for the stream of the scene on camera rather than for one
-/// frame, with the default replica factor (see [`stream_residency_with`]).
-pub fn stream_residency(system: &System, input: &PlanInput) -> Plan {
-    stream_residency_with(system, input, super::Tuning::default().replica_factor)
-}
-
 /// A residency for the stream of `input`'s scene rather than for one frame:
 /// the models the scene needs, the most work first, each on the unit with
 /// room whose per-frame work it raises least, then replicas that take a
 /// share of a model's requests off the most loaded unit into a free slot
-/// while that brings the most loaded unit's work under `replica_factor` of
-/// what it was; what is already resident keeps a slot still free before the
+/// while that lowers the most loaded unit's work; what is already resident keeps a slot still free before the
 /// replicas take theirs ([`keep_idle_residents`]). Under load the stream's
 /// bottleneck decides, and a detector on the unit a heavy classifier runs
 /// best can hold its only slot. Loads are not counted here; the step's
 /// replay charges them. With fewer slots than the models the scene needs,
 /// those with the least work are left to load on demand.
-pub fn stream_residency_with(system: &System, input: &PlanInput, replica_factor: f64) -> Plan {
+pub fn stream_residency(system: &System, input: &PlanInput) -> Plan {
     let np = system.num_processors();
     // Per-frame work of model i on unit j, its requests in batches as
     // large as the unit takes.
@@ -187,7 +113,7 @@ pub fn stream_residency_with(system: &System, input: &PlanInput, replica_factor:
             break;
         };
         match best_replica(system, &out, &needed, &load, &share, &work, b) {
-            Some((after, i, q, s)) if after < peak * replica_factor => {
+            Some((after, i, q, s)) if after < peak => {
                 out.set_resident(i, q, true);
                 load[b.0] -= s * work(i, b);
                 load[q.0] += s * work(i, q);

@@ -10,7 +10,7 @@ use super::choice::Choice;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tuning {
     /// The kinds of choice the step replays; [`Choice::DEFAULT`] is offered
-    /// whatever this says (the record is kept against it).
+    /// whatever this says.
     pub offered: [bool; Choice::COUNT],
     /// Epochs of past scenes each choice is replayed on. Off: 1.
     pub history_epochs: usize,
@@ -23,46 +23,6 @@ pub struct Tuning {
     /// the past: the scene on camera is the best guess of the next epoch's.
     /// Off: 0.
     pub lookahead_epochs: f64,
-    /// A challenger wins a step with this share of the replayed frames more
-    /// on time than the incumbent (one frame at least). Off: 0 (one frame).
-    pub win_margin: f64,
-    /// A challenger as often on time wins on delay when its replayed delay
-    /// is under this factor of the incumbent's, once its record proves
-    /// such wins hold ([`Tuning::delay_factor_unproven`] until then). Off: 1.
-    pub delay_factor_proven: f64,
-    /// The same before the record proves it. Off: the proven factor.
-    pub delay_factor_unproven: f64,
-    /// A delay win needs replays on time for at least this share of their
-    /// frames (below it the delay is mostly misses). Off: 0.
-    pub delay_needs_on_time: f64,
-    /// Whether the out-of-sample record keeps a choice that trails the
-    /// default by more than [`Tuning::record_margin`] out unless it gains
-    /// [`Tuning::record_override`]. Off: no choice ever trails.
-    pub record: bool,
-    /// The record's weight after one more epoch of audited time. Off: 0
-    /// (only the last audit counts).
-    pub record_decay: f64,
-    /// How far behind the default, as a share of the frames audited (one
-    /// frame at least), a choice's record must be to trail.
-    pub record_margin: f64,
-    /// A trailing choice is still taken with this share of the replayed
-    /// frames more on time than the best of the others. Off: never taken.
-    pub record_override: f64,
-    /// A kind of choice whose delivery since it was kept fell short of its
-    /// own replay by this share of the frames is not replayed while the
-    /// mark lasts (until it decays under [`Tuning::misjudged_mark`]). Off:
-    /// infinite (no kind is ever marked).
-    pub reality_gap: f64,
-    /// The decayed mark at or above which a misjudged kind is not replayed.
-    pub misjudged_mark: f64,
-    /// The stream residency adds a replica while it brings the most loaded
-    /// unit's work per frame under this factor of what it was. Off: 1.
-    pub replica_factor: f64,
-    /// While a step's loads run, the dispatcher neither loads a detector
-    /// copy over a classifier resident nowhere else, nor (static-DIST)
-    /// waits behind a load when a resident copy finishes sooner. Off:
-    /// false.
-    pub settle_guard: bool,
     /// The policy plans for at most this many distinct scenes of the
     /// replayed frames ([`crate::epoch::EpochScenes::from_frames`]): the
     /// latest and the most frequent others, each weighted by its frames.
@@ -77,18 +37,6 @@ impl Default for Tuning {
             history_epochs: 3,
             replay_frames: 150,
             lookahead_epochs: 2.0,
-            win_margin: 0.02,
-            delay_factor_proven: 0.95,
-            delay_factor_unproven: 0.8,
-            delay_needs_on_time: 0.5,
-            record: true,
-            record_decay: 0.8,
-            record_margin: 0.02,
-            record_override: 0.1,
-            reality_gap: 0.2,
-            misjudged_mark: 0.5,
-            replica_factor: 0.95,
-            settle_guard: true,
             epoch_scenes: 3,
         }
     }
@@ -104,11 +52,6 @@ impl Tuning {
     pub fn without(mut self, choice: Choice) -> Self {
         self.offered[choice.index()] = false;
         self
-    }
-
-    /// The margin of frames a share of `frames` gives, one frame at least.
-    pub(super) fn frames_margin(share: f64, frames: usize) -> usize {
-        ((frames as f64 * share + 1e-9).floor() as usize).max(1)
     }
 
     /// Every rule of the step the ablation can switch off, by name (a
@@ -128,18 +71,6 @@ impl Tuning {
         out.extend([
             rule("history", |t| t.history_epochs = 1),
             rule("lookahead", |t| t.lookahead_epochs = 0.0),
-            rule("win-margin", |t| t.win_margin = 0.0),
-            rule("delay-factor-proven", |t| t.delay_factor_proven = 1.0),
-            rule("delay-factor-unproven", |t| {
-                t.delay_factor_unproven = t.delay_factor_proven
-            }),
-            rule("delay-needs-on-time", |t| t.delay_needs_on_time = 0.0),
-            rule("record", |t| t.record = false),
-            rule("record-decay", |t| t.record_decay = 0.0),
-            rule("record-override", |t| t.record_override = f64::INFINITY),
-            rule("reality-gap", |t| t.reality_gap = f64::INFINITY),
-            rule("replica-factor", |t| t.replica_factor = 1.0),
-            rule("settle-guard", |t| t.settle_guard = false),
             rule("epoch-scenes", |t| t.epoch_scenes = 1),
         ]);
         out
@@ -211,7 +142,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), all.len());
-        // The default choice is never ablated: the record is kept against it.
+        // The default choice is never ablated: a step can always stay.
         assert!(base
             .clone()
             .without(Choice::DEFAULT)
@@ -223,8 +154,8 @@ mod tests {
         let single = Tuning::ablations();
         let names = [
             "lookahead".to_string(),
-            "queue".to_string(),
-            "record".to_string(),
+            "stream-split".to_string(),
+            "history".to_string(),
         ];
         let together = Tuning::without_rules(&names).expect("known rules");
         let mut expected = Tuning::default();
@@ -241,23 +172,11 @@ mod tests {
             }
         }
         expected.lookahead_epochs = 0.0;
-        expected.record = false;
+        expected.history_epochs = 1;
         assert_eq!(together, expected);
-        assert!(!together.offers(Choice::Queue));
+        assert!(!together.offers(Choice::StreamSplit));
         let err = Tuning::without_rules(&["lookahed".to_string()]).unwrap_err();
         assert_eq!(err.name, "lookahed");
         assert!(err.known.contains("lookahead") && err.known.contains("stay-plan"));
-    }
-
-    #[test]
-    fn the_frames_margin_is_a_share_of_the_frames_one_at_least() {
-        assert_eq!(Tuning::frames_margin(0.02, 10), 1);
-        assert_eq!(Tuning::frames_margin(0.02, 150), 3);
-        assert_eq!(Tuning::frames_margin(0.02, 349), 6);
-        assert_eq!(Tuning::frames_margin(0.02, 350), 7);
-        assert_eq!(Tuning::frames_margin(0.0, 350), 1);
-        for frames in 0..2000 {
-            assert_eq!(Tuning::frames_margin(0.02, frames), (frames / 50).max(1));
-        }
     }
 }
