@@ -222,10 +222,9 @@ impl Stepper {
 
     /// A frame was answered at `now`, `late` past its deadline. The first
     /// late answer after an on-time one brings the step forward as a drop
-    /// does ([`Stepper::frame_dropped`]); the late answers after it do not.
-    /// On gen-22's bursts trace the first five seconds lost frames to
-    /// lateness only, and the step that would have fixed them waited for
-    /// the timer. Returns whether a step is now due.
+    /// does ([`Stepper::frame_dropped`]); the late answers after it do not:
+    /// frames lost to lateness alone, with no drop, would otherwise wait
+    /// for the timer's step. Returns whether a step is now due.
     pub fn frame_answered(&mut self, now: f64, late: bool) -> bool {
         let falls_behind = late && !self.answered_late;
         self.answered_late = late;
