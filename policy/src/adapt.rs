@@ -85,8 +85,6 @@ pub struct Adapt {
     scene: Option<SceneShift>,
     min_gap_ms: f64,
     reprobe_ms: Option<f64>,
-    /// The board's profile, which a re-probe gives a processor back.
-    profile: System,
     /// When each processor last finished a batch at least
     /// [`REPROBE_RATIO`] slower than its profile, ms.
     last_slow_ms: Vec<f64>,
@@ -104,7 +102,6 @@ impl Adapt {
             scene: cfg.scene.clone().map(SceneShift::new),
             min_gap_ms: cfg.min_gap_ms.max(0.0),
             reprobe_ms: cfg.reprobe_ms.filter(|t| t.is_finite() && *t >= 0.0),
-            profile: system.clone(),
             last_slow_ms: vec![f64::NEG_INFINITY; system.num_processors()],
             last_step_ms: f64::NEG_INFINITY,
             pending: None,
@@ -137,7 +134,7 @@ impl Adapt {
         exec_ms: f64,
         load_ms: Option<f64>,
     ) -> Option<Trigger> {
-        if exec_ms >= self.profile.exec_ms(i, j, k) * REPROBE_RATIO {
+        if exec_ms >= self.estimates.profile_exec_ms(i, j, k) * REPROBE_RATIO {
             if let Some(t) = self.last_slow_ms.get_mut(j.0) {
                 *t = now;
             }

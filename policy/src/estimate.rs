@@ -296,6 +296,13 @@ impl LiveEstimates {
         }
     }
 
+    /// The profile's t_e(i,j,k) the estimates started from, ms
+    /// (`f64::INFINITY` when unsupported).
+    pub fn profile_exec_ms(&self, i: ModelId, j: ProcId, k: usize) -> f64 {
+        self.cell(i, j, k)
+            .map_or(f64::INFINITY, |c| self.prior_exec[c])
+    }
+
     /// Gives every estimate on p_j its profile's value back (a re-probe),
     /// each cell's spread scaled with its mean.
     pub fn reset_to_profile(&mut self, j: ProcId) {
