@@ -372,12 +372,12 @@ fn the_global_step_replays_its_choices_under_the_pipelines_admission() {
 /// When a frame brings a few requests of each classifier, both of
 /// Algorithm 1's other rules send one model's requests to one unit as one
 /// batch; the group-split rule (`HostRule::GroupFinish`) spreads them so
-/// the last finishes soonest, and the step takes it on gen-2183's
-/// dominance trace.
+/// the last finishes soonest, and the step takes it with the stream's
+/// residency on gen-2183's dominance trace.
 #[test]
 fn the_global_step_can_split_a_frames_requests_over_the_units() {
     let (full, on_time) = greedy_on_generated(2183, Shape::DominanceShift);
-    let split = full.kept(Choice::Split);
+    let split = full.kept(Choice::StreamSplit);
     assert!(split >= 1, "choices: {:?}", full.choices());
     assert!(on_time > 0.9, "camdnn-greedy on time {on_time:.3}");
 }

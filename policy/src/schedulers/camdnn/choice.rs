@@ -12,16 +12,11 @@ pub enum Choice {
     /// The global policy's plan for the epoch (its loads included),
     /// followed request by request.
     Plan,
-    /// The searched stay plan (the current residency, requests split by the
-    /// local search), followed request by request.
-    StayPlan,
     /// Algorithm 1 alone with the paper's host rule on the residency as it
     /// is: what `camdnn-local` does, the step's reference ([`Choice::DEFAULT`]).
     Paper,
     /// Algorithm 1 alone with the earliest-finish rule, residency as it is.
     FinishTime,
-    /// Algorithm 1 with the group-split rule, residency as it is.
-    Split,
     /// A residency for the stream's bottleneck with the earliest-finish rule.
     StreamFinishTime,
     /// A residency for the stream's bottleneck with the group-split rule.
@@ -30,15 +25,13 @@ pub enum Choice {
 
 impl Choice {
     /// How many kinds there are.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 5;
 
     /// Every kind, in index order.
     pub const ALL: [Choice; Choice::COUNT] = [
         Choice::Plan,
-        Choice::StayPlan,
         Choice::Paper,
         Choice::FinishTime,
-        Choice::Split,
         Choice::StreamFinishTime,
         Choice::StreamSplit,
     ];
@@ -57,23 +50,21 @@ impl Choice {
     pub fn name(self) -> &'static str {
         match self {
             Choice::Plan => "plan",
-            Choice::StayPlan => "stay-plan",
             Choice::Paper => "paper",
             Choice::FinishTime => "finish-time",
-            Choice::Split => "split",
             Choice::StreamFinishTime => "stream-finish-time",
             Choice::StreamSplit => "stream-split",
         }
     }
 
-    /// The kind of choice a dispatcher in `mode` has kept: the one that
-    /// loads nothing with that mode.
-    pub fn of_mode(mode: Mode) -> Choice {
+    /// The kind of choice that keeps a dispatcher in `mode` as it is: the
+    /// one that loads nothing with that mode. None for a dispatcher that
+    /// follows a plan or splits groups, as only choices that load lead there.
+    pub fn of_mode(mode: Mode) -> Option<Choice> {
         match mode {
-            Mode::Plan => Choice::StayPlan,
-            Mode::Local(HostRule::PerRequest) => Choice::Paper,
-            Mode::Local(HostRule::FinishTime) => Choice::FinishTime,
-            Mode::Local(HostRule::GroupFinish) => Choice::Split,
+            Mode::Local(HostRule::PerRequest) => Some(Choice::Paper),
+            Mode::Local(HostRule::FinishTime) => Some(Choice::FinishTime),
+            Mode::Plan | Mode::Local(HostRule::GroupFinish) => None,
         }
     }
 }

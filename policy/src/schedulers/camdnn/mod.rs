@@ -1,10 +1,9 @@
 //! The full camdnn scheduler: Algorithm 1 between global steps, and a
 //! global step every epoch (and at once after a dropped frame or a first
 //! late answer, at most once a second). The step replays each of its
-//! choices ([`Choice`]: the global policy's plan with its loads, or the
-//! current residency's searched plan, followed request by request;
-//! Algorithm 1 alone on the residency as it is with the paper's, the
-//! earliest-finish or the group-split rule; a residency for the stream's
+//! choices ([`Choice`]: the global policy's plan with its loads, followed
+//! request by request; Algorithm 1 alone on the residency as it is with
+//! the paper's or the earliest-finish rule; a residency for the stream's
 //! bottleneck with the earliest-finish or the group-split rule) in the
 //! simulator from the cluster's present state, on the frames of the last
 //! epochs and on the scene on camera held for two more, and keeps the

@@ -115,10 +115,10 @@ impl<G: GlobalPolicy> Planner<G> {
         let choice = if window.is_empty() || period <= 0.0 || !period.is_finite() {
             match (&new, &stay) {
                 (Some(new), Some(stay)) if !beats(system, &plan_input, new, stay, period) => {
-                    incumbent.max(Choice::StayPlan)
+                    incumbent?
                 }
                 (Some(_), _) => Choice::Plan,
-                (None, _) => incumbent,
+                (None, _) => incumbent?,
             }
         } else {
             let replays = Replays {
@@ -131,7 +131,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 ahead: &ahead,
                 cfg: replay_config(period, *admission),
             };
-            self.choose(&replays, &mut candidates, incumbent)
+            self.choose(&replays, &mut candidates, incumbent)?
         };
         let c = candidates.into_iter().find(|c| c.choice == choice)?;
         let det = Detector::fastest(system);
@@ -221,10 +221,8 @@ impl<G: GlobalPolicy> Planner<G> {
         );
         let mut out = vec![
             cand(Choice::Plan, kept, Mode::Plan, new.clone()),
-            cand(Choice::StayPlan, None, Mode::Plan, stay.clone()),
             cand(Choice::Paper, None, paper, stay.clone()),
             cand(Choice::FinishTime, None, eft, stay.clone()),
-            cand(Choice::Split, None, split, stay.clone()),
             cand(
                 Choice::StreamFinishTime,
                 Some(stream.clone()),
@@ -240,11 +238,18 @@ impl<G: GlobalPolicy> Planner<G> {
     }
 
     /// Replays every candidate and returns the one to keep: the incumbent
-    /// unless another is better ([`Score::beats`]).
-    fn choose(&self, r: &Replays, candidates: &mut [Candidate], incumbent: Choice) -> Choice {
+    /// (if any) unless another is better ([`Score::beats`]), else the best
+    /// (the first of equals); none when no candidate could be replayed and
+    /// there is no incumbent.
+    fn choose(
+        &self,
+        r: &Replays,
+        candidates: &mut [Candidate],
+        incumbent: Option<Choice>,
+    ) -> Option<Choice> {
         let mut best: Option<(Choice, Score)> = None;
         // The incumbent first, so a tie keeps it.
-        candidates.sort_by_key(|c| c.choice != incumbent);
+        candidates.sort_by_key(|c| Some(c.choice) != incumbent);
         let mut scores: [Option<Score>; Choice::COUNT] = [None; Choice::COUNT];
         for c in candidates.iter() {
             let (probe, cluster, same_as) = r.start(c, candidates);
@@ -259,7 +264,7 @@ impl<G: GlobalPolicy> Planner<G> {
                 best = Some((c.choice, score));
             }
         }
-        best.map_or(incumbent, |b| b.0)
+        best.map(|b| b.0).or(incumbent)
     }
 }
 

@@ -177,6 +177,6 @@ mod tests {
         assert!(!together.offers(Choice::StreamSplit));
         let err = Tuning::without_rules(&["lookahed".to_string()]).unwrap_err();
         assert_eq!(err.name, "lookahed");
-        assert!(err.known.contains("lookahead") && err.known.contains("stay-plan"));
+        assert!(err.known.contains("lookahead") && err.known.contains("stream-split"));
     }
 }
