@@ -17,22 +17,19 @@ pub enum Choice {
     Paper,
     /// Algorithm 1 alone with the earliest-finish rule, residency as it is.
     FinishTime,
-    /// A residency for the stream's bottleneck with the earliest-finish rule.
-    StreamFinishTime,
     /// A residency for the stream's bottleneck with the group-split rule.
     StreamSplit,
 }
 
 impl Choice {
     /// How many kinds there are.
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 4;
 
     /// Every kind, in index order.
     pub const ALL: [Choice; Choice::COUNT] = [
         Choice::Plan,
         Choice::Paper,
         Choice::FinishTime,
-        Choice::StreamFinishTime,
         Choice::StreamSplit,
     ];
 
@@ -52,14 +49,14 @@ impl Choice {
             Choice::Plan => "plan",
             Choice::Paper => "paper",
             Choice::FinishTime => "finish-time",
-            Choice::StreamFinishTime => "stream-finish-time",
             Choice::StreamSplit => "stream-split",
         }
     }
 
     /// The kind of choice that keeps a dispatcher in `mode` as it is: the
     /// one that loads nothing with that mode. None for a dispatcher that
-    /// follows a plan or splits groups, as only choices that load lead there.
+    /// follows a plan or splits groups: no kind leads there without a
+    /// load, so the step takes the best replayed choice.
     pub fn of_mode(mode: Mode) -> Option<Choice> {
         match mode {
             Mode::Local(HostRule::PerRequest) => Some(Choice::Paper),

@@ -17,9 +17,9 @@ use crate::{repair, Cluster, Detector, GlobalPolicy, HostRule, Plan, PlanInput, 
 pub(super) struct Planner<G> {
     pub(super) global: G,
     pub(super) tuning: Tuning,
-    /// The windows of the last epochs, oldest first, each padded to the
-    /// epoch's offered frames: what a choice is replayed on.
-    pub(super) history: Vec<Vec<Vec<u32>>>,
+    /// The last epoch's window that saw any frame, padded to the epoch's
+    /// offered frames: what a choice is replayed on.
+    pub(super) last_window: Vec<Vec<u32>>,
     /// When the last global step ran, ms (0 before the first).
     last_epoch_ms: f64,
 }
@@ -59,12 +59,12 @@ struct Candidate {
 }
 
 impl<G: GlobalPolicy> Planner<G> {
-    /// A planner with no history that plans with `global`.
+    /// A planner with no window yet that plans with `global`.
     pub(super) fn new(global: G, tuning: Tuning) -> Self {
         Planner {
             global,
             tuning,
-            history: Vec::new(),
+            last_window: Vec::new(),
             last_epoch_ms: 0.0,
         }
     }
@@ -86,7 +86,7 @@ impl<G: GlobalPolicy> Planner<G> {
             ..
         } = input;
         let (system, cluster, now, scene) = (&*system, &*cluster, *now, scene.as_slice());
-        let window: Vec<Vec<u32>> = self.history.concat();
+        let window = self.last_window.clone();
         let rem = cluster.rem_all(now);
         let residency = cluster.residency().to_vec();
         let plan_input = PlanInput {
@@ -148,8 +148,8 @@ impl<G: GlobalPolicy> Planner<G> {
     }
 
     /// Keeps the epoch's window (its observed scenes spread over the frames
-    /// offered, the first [`Tuning::replay_frames`] of them) in the history
-    /// when any frame was observed.
+    /// offered, the first [`Tuning::replay_frames`] of them) for the
+    /// replays when any frame was observed.
     fn remember(&mut self, mut window: Vec<Vec<u32>>, frames_per_epoch: f64) {
         // Frames dropped before their detector ran were never observed:
         // each observed scene stands for its share of the epoch's frames.
@@ -161,10 +161,7 @@ impl<G: GlobalPolicy> Planner<G> {
         }
         window.truncate(self.tuning.replay_frames);
         if !window.is_empty() {
-            self.history.push(window);
-            if self.history.len() > self.tuning.history_epochs {
-                self.history.remove(0);
-            }
+            self.last_window = window;
         }
     }
 
@@ -223,12 +220,6 @@ impl<G: GlobalPolicy> Planner<G> {
             cand(Choice::Plan, kept, Mode::Plan, new.clone()),
             cand(Choice::Paper, None, paper, stay.clone()),
             cand(Choice::FinishTime, None, eft, stay.clone()),
-            cand(
-                Choice::StreamFinishTime,
-                Some(stream.clone()),
-                eft,
-                stay.clone(),
-            ),
             cand(Choice::StreamSplit, Some(stream), split, stay.clone()),
         ];
         // Following a plan needs one.

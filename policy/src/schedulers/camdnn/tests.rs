@@ -6,9 +6,9 @@ use crate::scheduler::Scheduler;
 use crate::schedulers::GreedyPlanner;
 use crate::{Cluster, System};
 
-/// The frames each epoch keeps for the replays after `epochs` epochs of
+/// The frames the step keeps for the replays after `epochs` epochs of
 /// `per_epoch` frames each, 5 s apart.
-fn kept(per_epoch: usize, epochs: usize) -> Vec<usize> {
+fn kept(per_epoch: usize, epochs: usize) -> usize {
     let system = System::from_toml(include_str!("../../../../config/profiles/rb5.toml")).unwrap();
     let mut s = Camdnn::new(GreedyPlanner::default(), 5.0);
     let mut cluster = Cluster::new(&system);
@@ -30,22 +30,16 @@ fn kept(per_epoch: usize, epochs: usize) -> Vec<usize> {
             5000.0,
         );
     }
-    s.planner
-        .as_ref()
-        .expect("no step away")
-        .history
-        .iter()
-        .map(|w| w.len())
-        .collect()
+    s.planner.as_ref().expect("no step away").last_window.len()
 }
 
 #[test]
 fn a_fast_camera_replays_at_most_replay_frames_of_each_epoch() {
     let cap = Tuning::default().replay_frames;
     // 130 frames/s: 650 frames an epoch, of which the replays keep the first 150.
-    assert_eq!(kept(650, 4), vec![cap; 3]);
+    assert_eq!(kept(650, 4), cap);
     // 14 frames/s: whole epochs, the cap does not act.
-    assert_eq!(kept(70, 2), vec![70, 70]);
+    assert_eq!(kept(70, 2), 70);
 }
 
 #[test]

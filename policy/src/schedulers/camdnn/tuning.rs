@@ -12,8 +12,6 @@ pub struct Tuning {
     /// The kinds of choice the step replays; [`Choice::DEFAULT`] is offered
     /// whatever this says.
     pub offered: [bool; Choice::COUNT],
-    /// Epochs of past scenes each choice is replayed on. Off: 1.
-    pub history_epochs: usize,
     /// At most this many frames of an epoch (its first ones) are kept for
     /// the replays, so a step's cost does not grow with the camera's rate.
     /// A bound on time, not a heuristic: at 14 frames/s an epoch is 70
@@ -34,7 +32,6 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             offered: [true; Choice::COUNT],
-            history_epochs: 3,
             replay_frames: 150,
             lookahead_epochs: 2.0,
             epoch_scenes: 3,
@@ -69,7 +66,6 @@ impl Tuning {
         let rule =
             |name: &str, change: fn(&mut Tuning)| (name.to_string(), Box::new(change) as Removal);
         out.extend([
-            rule("history", |t| t.history_epochs = 1),
             rule("lookahead", |t| t.lookahead_epochs = 0.0),
             rule("epoch-scenes", |t| t.epoch_scenes = 1),
         ]);
@@ -155,7 +151,7 @@ mod tests {
         let names = [
             "lookahead".to_string(),
             "stream-split".to_string(),
-            "history".to_string(),
+            "epoch-scenes".to_string(),
         ];
         let together = Tuning::without_rules(&names).expect("known rules");
         let mut expected = Tuning::default();
@@ -172,7 +168,7 @@ mod tests {
             }
         }
         expected.lookahead_epochs = 0.0;
-        expected.history_epochs = 1;
+        expected.epoch_scenes = 1;
         assert_eq!(together, expected);
         assert!(!together.offers(Choice::StreamSplit));
         let err = Tuning::without_rules(&["lookahed".to_string()]).unwrap_err();
