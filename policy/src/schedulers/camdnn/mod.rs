@@ -4,11 +4,11 @@
 //! choices ([`Choice`]: the global policy's plan with its loads, followed
 //! request by request; Algorithm 1 alone on the residency as it is with
 //! the paper's or the earliest-finish rule; a residency for the stream's
-//! bottleneck with the group-split rule) in the simulator from the cluster's present state, on
-//! the last epoch's frames and on the scene on camera held for two more
-//! epochs, and keeps the incumbent unless another answers more of those
-//! frames on time, or as many with less delay. Every constant is in
-//! [`Tuning`].
+//! bottleneck with the group-split rule) in the simulator from the
+//! cluster's present state, on the last epoch's frames and on the scene on
+//! camera held for two more epochs, and keeps the incumbent unless another
+//! answers more of those frames on time, or as many with less delay. Every
+//! constant is in [`Tuning`].
 
 mod choice;
 mod follow;

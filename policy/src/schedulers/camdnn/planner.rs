@@ -241,14 +241,9 @@ impl<G: GlobalPolicy> Planner<G> {
         let mut best: Option<(Choice, Score)> = None;
         // The incumbent first, so a tie keeps it.
         candidates.sort_by_key(|c| Some(c.choice) != incumbent);
-        let mut scores: [Option<Score>; Choice::COUNT] = [None; Choice::COUNT];
         for c in candidates.iter() {
-            let (probe, cluster, same_as) = r.start(c, candidates);
-            let score = same_as
-                .and_then(|t| scores[t.index()])
-                .or_else(|| r.score(&probe, &cluster));
-            scores[c.choice.index()] = score;
-            let Some(score) = score else {
+            let (probe, cluster) = r.start(c);
+            let Some(score) = r.score(&probe, &cluster) else {
                 continue;
             };
             if best.as_ref().is_none_or(|b| score.beats(&b.1)) {
@@ -283,28 +278,18 @@ struct Replays<'a> {
 
 impl Replays<'_> {
     /// The dispatcher and the cluster as candidate `c` starts (its loads
-    /// under way), and the earlier candidate it is the same as: a return to
-    /// the residency the cluster already has loads and evicts nothing, so
-    /// it replays as the candidate with the same rule and plan that loads
-    /// nothing.
-    fn start(&self, c: &Candidate, all: &[Candidate]) -> (Follow, Cluster, Option<Choice>) {
+    /// under way).
+    fn start(&self, c: &Candidate) -> (Follow, Cluster) {
         let mut probe = self.follow.clone();
         let mut cluster = self.cluster.clone();
         if let Some(residency) = &c.load {
             cluster.apply_residency(self.system, self.now, residency);
         }
-        let same_as = (c.load.is_some() && cluster.residency() == self.cluster.residency())
-            .then(|| {
-                all.iter()
-                    .find(|o| o.load.is_none() && o.mode == c.mode && o.plan == c.plan)
-                    .map(|o| o.choice)
-            })
-            .flatten();
         probe.mode = c.mode;
         if let Some(plan) = c.plan.clone() {
             probe.set_plan(self.system, &cluster, self.input, plan);
         }
-        (probe, cluster, same_as)
+        (probe, cluster)
     }
 
     /// The candidate's score on the window and the latest scene held.
