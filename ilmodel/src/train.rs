@@ -25,19 +25,26 @@
 //!   deterministic for a seed on one machine.
 
 pub mod augment;
+mod curves;
+mod data;
 pub mod eval;
+mod net;
 
-use std::fmt::Write as _;
+pub use curves::{curves_csv, curves_svg};
+pub use data::{examples, is_heldout, load_demos, DemoSet, Examples};
+use net::{column_error, loss, Net, SlotWeights};
+pub(crate) use net::{dense, init_dense};
+
 use std::path::Path;
 
 use camdnn_policy::features::{fnv1a64_hex, Encoding};
 use camdnn_policy::mlp::slot_names;
-use camdnn_policy::{PlanInput, System};
-use candle_core::{DType, Device, Tensor, Var};
+use camdnn_policy::System;
+use candle_core::{Device, Tensor, Var};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::{Deserialize, Serialize};
 
-use crate::demos::{Demo, DemoStatus, Manifest};
+use crate::demos::{Demo, DemoStatus};
 use crate::rng::SplitMix64;
 
 /// Why training failed.
@@ -186,234 +193,6 @@ pub struct EpochLoss {
     pub heldout_mae: f64,
     /// Held-out penalty.
     pub heldout_penalty: f64,
-}
-
-/// The demonstrations of a run, read and checked against the system.
-pub struct DemoSet {
-    /// The run's manifest.
-    pub manifest: Manifest,
-    /// Every demonstration, in index order.
-    pub demos: Vec<Demo>,
-    /// FNV-1a 64 of demos.jsonl.
-    pub fnv1a64: String,
-}
-
-/// Reads `manifest.json` and `demos.jsonl` from `dir`, checking that they
-/// were made for the system file `system_text`.
-pub fn load_demos(dir: &Path, system_text: &str) -> Result<DemoSet, TrainError> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|source| TrainError::Io {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    let manifest_text = read("manifest.json")?;
-    let manifest: Manifest =
-        serde_json::from_str(&manifest_text).map_err(|e| TrainError::Parse {
-            path: dir.join("manifest.json").display().to_string(),
-            reason: e.to_string(),
-        })?;
-    let hash = fnv1a64_hex(system_text.as_bytes());
-    if manifest.system_fnv1a64 != hash {
-        return Err(TrainError::Invalid(format!(
-            "{} was generated for system file hash {} but the given system file hashes to {hash}",
-            dir.display(),
-            manifest.system_fnv1a64
-        )));
-    }
-    let text = read("demos.jsonl")?;
-    let mut demos = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let d: Demo = serde_json::from_str(line).map_err(|e| TrainError::Parse {
-            path: format!("{}:{}", dir.join("demos.jsonl").display(), n + 1),
-            reason: e.to_string(),
-        })?;
-        demos.push(d);
-    }
-    Ok(DemoSet {
-        manifest,
-        demos,
-        fnv1a64: fnv1a64_hex(text.as_bytes()),
-    })
-}
-
-/// Whether a demonstration is held out: a function of (seed, scene) only.
-pub fn is_heldout(seed: u64, scene: &[u32], fraction: f64) -> bool {
-    let mut key = 0u64;
-    for &r in scene {
-        key = key.wrapping_mul(1_000_003).wrapping_add(r as u64 + 1);
-    }
-    SplitMix64::for_item(seed ^ 0x05ee_d0f4_e1d0_u64, key).next_f64() < fraction
-}
-
-/// Feature and target matrices of a set of demonstrations.
-pub struct Examples {
-    /// Rows.
-    pub n: usize,
-    /// Features, row-major [n x features].
-    pub x: Vec<f32>,
-    /// Targets b_k(i,j) per slot, row-major [n x slots].
-    pub y: Vec<f32>,
-    /// r_i per request model, row-major [n x request models].
-    pub r: Vec<f32>,
-}
-
-/// Builds the examples of the usable (not infeasible) demonstrations.
-pub fn examples(system: &System, enc: &Encoding, demos: &[&Demo]) -> Result<Examples, TrainError> {
-    let (nf, ns, nr) = (
-        enc.num_features(),
-        enc.slots().len(),
-        enc.request_models().len(),
-    );
-    let np = system.num_processors();
-    let mut ex = Examples {
-        n: 0,
-        x: Vec::with_capacity(demos.len() * nf),
-        y: Vec::with_capacity(demos.len() * ns),
-        r: Vec::with_capacity(demos.len() * nr),
-    };
-    let mut row = vec![0.0f32; nf];
-    let mut a_old = vec![false; system.num_models() * np];
-    for d in demos {
-        let Some(b) = &d.batches else { continue };
-        if d.a_old.len() != system.num_models() || d.a_old.iter().any(|r| r.len() != np) {
-            return Err(TrainError::Invalid(format!(
-                "demonstration {} has an a_old of the wrong shape",
-                d.index
-            )));
-        }
-        for (i, rowv) in d.a_old.iter().enumerate() {
-            for (j, &v) in rowv.iter().enumerate() {
-                a_old[i * np + j] = v;
-            }
-        }
-        let input = PlanInput {
-            scene: &d.scene,
-            rem_ms: &d.rem_ms,
-            residency: &a_old,
-            frames_per_epoch: d.frames_per_epoch,
-        };
-        enc.write(system, &input, &mut row)
-            .map_err(|e| TrainError::Invalid(format!("demonstration {}: {e}", d.index)))?;
-        ex.x.extend_from_slice(&row);
-        for s in enc.slots() {
-            let v = b
-                .get(s.model.0)
-                .and_then(|p| p.get(s.proc.0))
-                .and_then(|k| k.get(s.k - 1))
-                .ok_or_else(|| {
-                    TrainError::Invalid(format!(
-                        "demonstration {} has a batches array of the wrong shape",
-                        d.index
-                    ))
-                })?;
-            ex.y.push(*v as f32);
-        }
-        for &i in enc.request_models() {
-            ex.r.push(d.scene[i.0] as f32);
-        }
-        ex.n += 1;
-    }
-    Ok(ex)
-}
-
-/// The candle network during training.
-struct Net {
-    hidden: Vec<(Var, Var)>,
-    prob: (Var, Var),
-    count: (Var, Var),
-    mean: Tensor,
-    std: Tensor,
-}
-
-pub(crate) fn init_dense(
-    rng: &mut SplitMix64,
-    inputs: usize,
-    outputs: usize,
-    relu: bool,
-) -> Result<(Var, Var), TrainError> {
-    let bound = if relu {
-        (6.0 / inputs as f64).sqrt()
-    } else {
-        (1.0 / inputs as f64).sqrt()
-    };
-    let w: Vec<f32> = (0..inputs * outputs)
-        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * bound) as f32)
-        .collect();
-    let w = Var::from_tensor(&Tensor::from_vec(w, (inputs, outputs), &Device::Cpu)?)?;
-    let b = Var::from_tensor(&Tensor::zeros(outputs, DType::F32, &Device::Cpu)?)?;
-    Ok((w, b))
-}
-
-pub(crate) fn dense(x: &Tensor, (w, b): &(Var, Var)) -> candle_core::Result<Tensor> {
-    x.matmul(w.as_tensor())?.broadcast_add(b.as_tensor())
-}
-
-impl Net {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
-        let mut h = x.broadcast_sub(&self.mean)?.broadcast_div(&self.std)?;
-        for layer in &self.hidden {
-            h = dense(&h, layer)?.relu()?;
-        }
-        Ok((dense(&h, &self.prob)?, dense(&h, &self.count)?))
-    }
-
-    fn vars(&self) -> Vec<Var> {
-        let mut v = Vec::new();
-        for (w, b) in self.hidden.iter().chain([&self.prob, &self.count]) {
-            v.push(w.clone());
-            v.push(b.clone());
-        }
-        v
-    }
-}
-
-/// Slot-to-column weights of a batch's loss: `ks[s, m]` = k when slot s
-/// belongs to request model m, `kp[s, p]` = k when it belongs to pair p.
-struct SlotWeights {
-    ks: Tensor,
-    kp: Tensor,
-    /// `ke[s, j]` = exec_ms(i, j, k) / scale when slot s is on processor j.
-    ke: Tensor,
-}
-
-/// Mean |expected - ILP| over the columns of `k`: with `kp`, each pair's
-/// requests sum_k k expected_k against n(i,j); with `ke`, each processor's
-/// work. `expected` per slot against the ILP's counts `y`.
-fn column_error(expected: &Tensor, y: &Tensor, k: &Tensor) -> candle_core::Result<Tensor> {
-    (expected.matmul(k)? - y.matmul(k)?)?.abs()?.mean_all()
-}
-
-/// Loss parts of a batch: (total, bce, mae, penalty).
-fn loss(
-    logits: &Tensor,
-    counts: &Tensor,
-    y: &Tensor,
-    r: &Tensor,
-    w: &SlotWeights,
-    config: &TrainConfig,
-) -> candle_core::Result<(Tensor, Tensor, Tensor, Tensor)> {
-    let nz = y.gt(0.0)?.to_dtype(DType::F32)?;
-    // Stable BCE with logits: max(z,0) - z*t + log(1 + exp(-|z|)).
-    let bce = (logits.relu()? - (logits * &nz)?)?
-        .add(&(logits.abs()?.neg()?.exp()? + 1.0)?.log()?)?
-        .mean_all()?;
-    let mae = ((counts - y)?.abs()? * &nz)?.sum_all()?;
-    let mae = (mae / nz.sum_all()?.to_scalar::<f32>()?.max(1.0) as f64)?;
-    let expected = (candle_nn::ops::sigmoid(logits)? * counts)?;
-    let served = expected.matmul(&w.ks)?;
-    let penalty = (served - r)?.abs()?.mean_all()?;
-    let mut total = ((&bce + &mae)? + (&penalty * config.penalty_weight)?)?;
-    if config.share_weight > 0.0 {
-        let share = column_error(&expected, y, &w.kp)?;
-        total = (total + (share * config.share_weight)?)?;
-    }
-    if config.work_weight > 0.0 {
-        let work = column_error(&expected, y, &w.ke)?;
-        total = (total + (work * config.work_weight)?)?;
-    }
-    Ok((total, bce, mae, penalty))
 }
 
 /// What a training run produced.
@@ -739,128 +518,6 @@ impl TrainedModel {
         let c = counts.flatten_all()?.to_vec1::<f32>()?;
         Ok((p, c))
     }
-}
-
-/// The loss curves as CSV.
-pub fn curves_csv(curves: &[EpochLoss]) -> String {
-    let mut s =
-        String::from("epoch,train_loss,heldout_loss,heldout_bce,heldout_mae,heldout_penalty\n");
-    for e in curves {
-        let _ = writeln!(
-            s,
-            "{},{:.6},{:.6},{:.6},{:.6},{:.6}",
-            e.epoch, e.train, e.heldout, e.heldout_bce, e.heldout_mae, e.heldout_penalty
-        );
-    }
-    s
-}
-
-/// The loss curves (train and held-out total loss per epoch, log scale) as a
-/// hand-written SVG line chart.
-pub fn curves_svg(curves: &[EpochLoss], title: &str) -> String {
-    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 20.0, 40.0, 50.0);
-    let vals: Vec<f64> = curves
-        .iter()
-        .flat_map(|e| [e.train, e.heldout])
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-6);
-    let hi = vals.iter().cloned().fold(0.0, f64::max).max(lo * 1.01);
-    let (llo, lhi) = (lo.log10().floor(), hi.log10().ceil());
-    let n = curves.len().max(2) as f64;
-    let px = |epoch: usize| l + (epoch as f64 - 1.0) / (n - 1.0) * (w - l - r);
-    let py = |v: f64| {
-        let v = v.max(lo).log10();
-        t + (lhi - v) / (lhi - llo).max(1e-9) * (h - t - b)
-    };
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        w / 2.0,
-        xml_escape(title)
-    );
-    let mut dec = llo;
-    while dec <= lhi + 1e-9 {
-        let y = py(10f64.powf(dec));
-        let _ = writeln!(
-            s,
-            r##"<line x1="{l}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">1e{}</text>"##,
-            w - r,
-            l - 6.0,
-            y + 4.0,
-            dec as i64
-        );
-        dec += 1.0;
-    }
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b,
-        w - r,
-        h - b,
-        h - b
-    );
-    let ticks = 5.min(curves.len());
-    for q in 0..=ticks {
-        let epoch = 1 + (curves.len().saturating_sub(1)) * q / ticks.max(1);
-        let x = px(epoch);
-        let _ = writeln!(
-            s,
-            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{epoch}</text>"#,
-            h - b + 18.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">epoch</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">loss (log scale)</text>"#,
-        (l + w - r) / 2.0,
-        h - 12.0,
-        h / 2.0,
-        h / 2.0
-    );
-    for (name, color, get, dy) in [
-        (
-            "train",
-            "#1f77b4",
-            (|e: &EpochLoss| e.train) as fn(&EpochLoss) -> f64,
-            0.0,
-        ),
-        ("held-out", "#d62728", |e: &EpochLoss| e.heldout, 16.0),
-    ] {
-        let pts: Vec<String> = curves
-            .iter()
-            .map(|e| format!("{:.1},{:.1}", px(e.epoch), py(get(e))))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
-            pts.join(" ")
-        );
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{color}" stroke-width="2"/><text x="{}" y="{}">{name}</text>"#,
-            w - r - 110.0,
-            t + 10.0 + dy,
-            w - r - 85.0,
-            t + 10.0 + dy,
-            w - r - 80.0,
-            t + 14.0 + dy
-        );
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// Reads a `model.json`.
