@@ -35,6 +35,15 @@ use crate::oracle::{first_root, solve, OracleOptions, SolveStatus};
 use crate::rng::SplitMix64;
 use crate::{DemoError, OracleError};
 
+mod files;
+mod label;
+mod shard;
+
+pub use files::chunk_path;
+use files::{chunk_range, fnv1a64, io, merge, times_path, write_atomic};
+pub use label::{instance, label};
+pub use shard::{Shard, SHARD_INDEX_VARS};
+
 /// Version tag of the files written here.
 pub const FORMAT: &str = "camdnn-demos/1";
 
@@ -196,85 +205,6 @@ pub struct DemoSummary {
     pub demos_path: PathBuf,
     /// The merged solve times.
     pub times_path: PathBuf,
-}
-
-/// One of `count` index-addressed parts of a run: the chunks `c` with
-/// `c mod count == index`. Interleaved rather than contiguous, so every
-/// shard gets a like share of the grid's easy and hard scenes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    /// 0-based index of this shard.
-    pub index: u64,
-    /// Number of shards.
-    pub count: u64,
-}
-
-/// Environment variables [`Shard::parse`] reads an index from when named:
-/// a Kubernetes Indexed Job's and a Slurm job array's.
-pub const SHARD_INDEX_VARS: [&str; 2] = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"];
-
-impl Shard {
-    /// Parses `I/N`, where `I` is a number or one of [`SHARD_INDEX_VARS`],
-    /// read through `env` (for `SLURM_ARRAY_TASK_ID`, minus
-    /// `SLURM_ARRAY_TASK_MIN` when set, so `--array=1-8` works as well as
-    /// `--array=0-7`).
-    pub fn parse(spec: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard, DemoError> {
-        let bad = |reason: String| DemoError::BadShard {
-            spec: spec.to_owned(),
-            reason,
-        };
-        let (i, n) = spec
-            .split_once('/')
-            .ok_or_else(|| bad("expected I/N, e.g. 3/8 or JOB_COMPLETION_INDEX/8".into()))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("N = {n:?} is not a whole number")))?;
-        if count == 0 {
-            return Err(bad("N must be at least 1".into()));
-        }
-        let number = |what: &str, v: &str| -> Result<u64, DemoError> {
-            v.trim()
-                .parse()
-                .map_err(|_| bad(format!("{what} = {v:?} is not a whole number")))
-        };
-        let i = i.trim();
-        let index = if SHARD_INDEX_VARS.contains(&i) {
-            let v =
-                env(i).ok_or_else(|| bad(format!("the environment variable {i} is not set")))?;
-            let mut index = number(i, &v)?;
-            if i == "SLURM_ARRAY_TASK_ID" {
-                if let Some(min) = env("SLURM_ARRAY_TASK_MIN") {
-                    let min = number("SLURM_ARRAY_TASK_MIN", &min)?;
-                    index = index
-                        .checked_sub(min)
-                        .ok_or_else(|| bad(format!("{i} = {v} is below SLURM_ARRAY_TASK_MIN")))?;
-                }
-            }
-            index
-        } else if i.chars().all(|c| c.is_ascii_digit()) && !i.is_empty() {
-            number("I", i)?
-        } else {
-            return Err(bad(format!(
-                "I = {i:?} is neither a number nor one of {SHARD_INDEX_VARS:?}"
-            )));
-        };
-        if index >= count {
-            return Err(bad(format!("index {index} is not below N = {count}")));
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether chunk `c` belongs to this shard.
-    pub fn owns(&self, c: usize) -> bool {
-        c as u64 % self.count == self.index
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
 }
 
 /// What one shard did.
@@ -579,79 +509,6 @@ fn json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// The random instance of demonstration `index`: (scene, rem_ms, a_old
-/// flattened `i * n_p + j`). Depends on the seed, the index and the
-/// parameters only.
-pub fn instance(
-    system: &System,
-    detector: Detector,
-    seed: u64,
-    index: u64,
-    max_objects: u32,
-    samples: u64,
-    rem_max_ms: f64,
-) -> (Vec<u32>, Vec<f64>, Vec<bool>) {
-    let (nm, np) = (system.num_models(), system.num_processors());
-    let mut rng = SplitMix64::for_item(seed, index);
-    let classifiers: Vec<ModelId> = system.request_models().collect();
-    let base = max_objects as u64 + 1;
-    let grid = base.checked_pow(classifiers.len() as u32);
-    let mut scene = vec![0u32; nm];
-    match grid {
-        Some(g) if g <= samples => {
-            // Nested-loop order: the first classifier varies slowest.
-            let mut n = index % g;
-            for m in classifiers.iter().rev() {
-                scene[m.0] = (n % base) as u32;
-                n /= base;
-            }
-        }
-        _ => {
-            for m in &classifiers {
-                scene[m.0] = rng.below(base) as u32;
-            }
-        }
-    }
-    let rem: Vec<f64> = (0..np)
-        .map(|_| {
-            if rng.chance(IDLE_PROBABILITY) {
-                0.0
-            } else {
-                (rng.next_f64() * rem_max_ms * 1000.0).floor() / 1000.0
-            }
-        })
-        .collect();
-    let root = first_root(system);
-    let mut a_old = vec![false; nm * np];
-    a_old[root.0 * np + detector.proc.0] = true;
-    for j in system.proc_ids() {
-        let p = &system.processors[j.0];
-        let mut count = usize::from(j == detector.proc);
-        let mut mb = if j == detector.proc {
-            system.size_mb(root, j)
-        } else {
-            0.0
-        };
-        let mut candidates: Vec<ModelId> = system
-            .model_ids()
-            .filter(|&i| i != root && system.supports(i, j))
-            .collect();
-        rng.shuffle(&mut candidates);
-        for i in candidates {
-            let wanted = rng.chance(RESIDENT_PROBABILITY);
-            let size = system.size_mb(i, j);
-            let fits =
-                count < p.max_resident && p.memory_budget_mb.is_none_or(|b| mb + size <= b + 1e-9);
-            if wanted && fits {
-                a_old[i.0 * np + j.0] = true;
-                count += 1;
-                mb += size;
-            }
-        }
-    }
-    (scene, rem, a_old)
-}
-
 fn solve_chunk(
     config: &DemoConfig,
     system: &System,
@@ -702,165 +559,4 @@ fn solve_chunk(
     write_atomic(&times_path(dir, c), times.as_bytes())?;
     write_atomic(&chunk_path(dir, c), demos.as_bytes())?;
     Ok(())
-}
-
-/// The demonstration of one input: the ILP's optimal (or time-limited) plan,
-/// or `Infeasible`. Any other oracle error is returned.
-pub fn label(
-    system: &System,
-    index: u64,
-    input: &PlanInput,
-    detector: Detector,
-    options: &OracleOptions,
-) -> Result<Demo, OracleError> {
-    let (np, nb) = (system.num_processors(), system.max_batch);
-    let matrix = |v: &[bool]| -> Vec<Vec<bool>> { v.chunks(np).map(|r| r.to_vec()).collect() };
-    let mut demo = Demo {
-        index,
-        scene: input.scene.to_vec(),
-        rem_ms: input.rem_ms.to_vec(),
-        a_old: matrix(input.residency),
-        frames_per_epoch: input.frames_per_epoch,
-        status: DemoStatus::Infeasible,
-        t_ms: None,
-        resident: None,
-        batches: None,
-    };
-    match solve(system, input, detector, options) {
-        Ok(s) => {
-            demo.status = match s.status {
-                SolveStatus::Optimal => DemoStatus::Optimal,
-                SolveStatus::TimeLimit => DemoStatus::TimeLimit,
-            };
-            demo.t_ms = Some(s.makespan_ms);
-            demo.resident = Some(matrix(s.plan.residency()));
-            demo.batches = Some(
-                system
-                    .model_ids()
-                    .map(|i| {
-                        system
-                            .proc_ids()
-                            .map(|j| (1..=nb).map(|k| s.plan.batches(i, j, k)).collect())
-                            .collect()
-                    })
-                    .collect(),
-            );
-        }
-        Err(OracleError::Infeasible(_)) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(demo)
-}
-
-/// Concatenates the chunks in order, checking every line; returns the
-/// counts of infeasible and time-limited demonstrations.
-fn merge(config: &DemoConfig, dir: &Path, chunks: usize) -> Result<(u64, u64), DemoError> {
-    let mut demos = Vec::new();
-    let mut times = Vec::new();
-    let (mut infeasible, mut time_limited) = (0, 0);
-    for c in 0..chunks {
-        let expected: Vec<u64> = chunk_range(config, c).collect();
-        let path = chunk_path(dir, c);
-        let lines = read_lines(&path)?;
-        check_count(&path, lines.len(), expected.len())?;
-        for (line, &want) in lines.iter().zip(&expected) {
-            let d: Demo = serde_json::from_str(line).map_err(|e| corrupt(&path, e.to_string()))?;
-            if d.index != want {
-                return Err(corrupt(
-                    &path,
-                    format!("index {} where {want} was expected", d.index),
-                ));
-            }
-            match d.status {
-                DemoStatus::Infeasible => infeasible += 1,
-                DemoStatus::TimeLimit => time_limited += 1,
-                DemoStatus::Optimal => {}
-            }
-            demos.extend_from_slice(line.as_bytes());
-            demos.push(b'\n');
-        }
-        let path = times_path(dir, c);
-        let lines = read_lines(&path)?;
-        check_count(&path, lines.len(), expected.len())?;
-        for line in lines {
-            let _: SolveTime =
-                serde_json::from_str(&line).map_err(|e| corrupt(&path, e.to_string()))?;
-            times.extend_from_slice(line.as_bytes());
-            times.push(b'\n');
-        }
-    }
-    write_atomic(&config.out.join("demos.jsonl"), &demos)?;
-    write_atomic(&config.out.join("solve_times.jsonl"), &times)?;
-    Ok((infeasible, time_limited))
-}
-
-fn check_count(path: &Path, got: usize, want: usize) -> Result<(), DemoError> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(corrupt(
-            path,
-            format!("{got} lines where {want} were expected; delete it to solve the chunk again"),
-        ))
-    }
-}
-
-fn read_lines(path: &Path) -> Result<Vec<String>, DemoError> {
-    let file = fs::File::open(path).map_err(|e| io(path, e))?;
-    BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|e| io(path, e))
-}
-
-fn chunk_range(config: &DemoConfig, c: usize) -> std::ops::Range<u64> {
-    let start = c as u64 * config.chunk_size;
-    start..(start + config.chunk_size).min(config.samples)
-}
-
-/// The file of chunk `c`'s demonstrations.
-pub fn chunk_path(dir: &Path, c: usize) -> PathBuf {
-    dir.join(format!("chunk-{c:06}.jsonl"))
-}
-
-fn times_path(dir: &Path, c: usize) -> PathBuf {
-    dir.join(format!("chunk-{c:06}.times.jsonl"))
-}
-
-/// Writes `bytes` to a temporary file beside `path` and renames it. The
-/// temporary name is this writer's own (clock, process id and a counter:
-/// pods on different machines may share a process id), so shards writing
-/// the same manifest into a shared folder never clash.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DemoError> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let tmp = path.with_extension(format!("tmp-{nanos}-{}-{n}", std::process::id()));
-    let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
-    f.write_all(bytes).map_err(|e| io(&tmp, e))?;
-    f.sync_all().map_err(|e| io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| io(path, e))
-}
-
-fn io(path: &Path, source: std::io::Error) -> DemoError {
-    DemoError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-fn corrupt(path: &Path, reason: String) -> DemoError {
-    DemoError::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    }
-}
-
-/// FNV-1a, 64 bits: a stable fingerprint of the system file.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
