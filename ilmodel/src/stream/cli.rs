@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use camdnn_policy::gen::{self, Shape};
 use camdnn_policy::mlp::learned::Learned;
 use camdnn_policy::scheduler::Scheduler;
-use camdnn_policy::schedulers::{self, Camdnn, BASELINES};
+use camdnn_policy::schedulers::{self, Camdnn, Tuning, BASELINES};
 use camdnn_policy::sim::SimConfig;
 use camdnn_policy::suite::report::{case_line, run_suite, summary, SuiteBoard, CAMDNN};
 use camdnn_policy::System;
@@ -56,6 +56,12 @@ pub struct SuiteArgs {
     /// HiGHS time limit of one stream solve, seconds.
     #[arg(long, default_value_t = 2.0)]
     pub time_limit_s: f64,
+    /// Comma-separated rules of the global step to switch off in `camdnn`
+    /// and `camdnn-stream-oracle` (the names `camdnnd suite --ablate`
+    /// prints, e.g. `epoch-scenes`): the ablation of a rule that acts only
+    /// through the learned or exact plan.
+    #[arg(long, value_delimiter = ',')]
+    pub without: Vec<String>,
     /// Print every case's line.
     #[arg(long)]
     pub cases: bool,
@@ -149,6 +155,7 @@ pub fn run(args: &SuiteArgs) -> Result<()> {
     let options = StreamOptions {
         time_limit_s: args.time_limit_s,
     };
+    let tuning = Tuning::without_rules(&args.without)?;
     let cfg = SimConfig::default();
     let cases = run_suite(
         &suite,
@@ -157,7 +164,13 @@ pub fn run(args: &SuiteArgs) -> Result<()> {
         jobs,
         |at, board| {
             let names = scheduler_names(&args.schedulers, policies[at].is_some(), args.oracle);
-            build(&board.system, policies[at].as_deref(), &names, &options)
+            build(
+                &board.system,
+                policies[at].as_deref(),
+                &names,
+                &options,
+                &tuning,
+            )
         },
         |case, heavy| {
             if args.cases {
@@ -199,6 +212,7 @@ fn build(
     policy: Option<&Path>,
     names: &[String],
     options: &StreamOptions,
+    tuning: &Tuning,
 ) -> Result<Vec<Box<dyn Scheduler + Send>>> {
     const WAIT_MS: f64 = 5.0;
     let mut out: Vec<Box<dyn Scheduler + Send>> = Vec::new();
@@ -206,12 +220,16 @@ fn build(
         match name.as_str() {
             STREAM_ORACLE => {
                 let oracle = StreamPolicy::new(options.clone());
-                out.push(Box::new(Camdnn::new(oracle, WAIT_MS).named(STREAM_ORACLE)));
+                out.push(Box::new(
+                    Camdnn::with_tuning(oracle, WAIT_MS, tuning.clone()).named(STREAM_ORACLE),
+                ));
             }
             CAMDNN => {
                 if let Some(path) = policy {
                     let learned = load_learned(system, path)?;
-                    out.push(Box::new(Camdnn::new(learned, WAIT_MS).named(CAMDNN)));
+                    out.push(Box::new(
+                        Camdnn::with_tuning(learned, WAIT_MS, tuning.clone()).named(CAMDNN),
+                    ));
                 }
             }
             other => match schedulers::by_name(system, other, WAIT_MS) {
@@ -363,5 +381,29 @@ mod tests {
         assert!(without.iter().any(|n| n == STREAM_ORACLE), "{without:?}");
         let named = scheduler_names(&["heft".to_string()], true, true);
         assert_eq!(named, ["heft"]);
+    }
+
+    #[test]
+    fn an_unknown_rule_to_switch_off_is_an_error_that_names_it_before_any_case_runs() {
+        let args = SuiteArgs {
+            boards: 1,
+            first_seed: 1,
+            system: Vec::new(),
+            policies: None,
+            schedulers: vec![STREAM_ORACLE.to_string()],
+            oracle: true,
+            train: false,
+            shapes: vec!["empty".to_string()],
+            time_limit_s: 2.0,
+            without: vec!["epoch-scenes".to_string(), "no-such-rule".to_string()],
+            cases: false,
+            jobs: None,
+        };
+        let err = run(&args).unwrap_err().to_string();
+        assert!(err.contains("no-such-rule"), "{err}");
+        assert!(
+            err.contains("epoch-scenes"),
+            "the known rules are listed: {err}"
+        );
     }
 }
