@@ -176,6 +176,37 @@ pub struct Demo {
     pub batches: Option<Vec<Vec<Vec<u32>>>>,
 }
 
+impl Demo {
+    /// The demonstration's planning input, its a_old flattened into
+    /// `a_old` (`i * n_p + j`, sized models x processors of `system`);
+    /// an error naming the demonstration when a_old has another shape.
+    pub fn input<'a>(
+        &'a self,
+        system: &System,
+        a_old: &'a mut [bool],
+    ) -> Result<PlanInput<'a>, String> {
+        let np = system.num_processors();
+        if self.a_old.len() != system.num_models()
+            || self.a_old.iter().any(|r| r.len() != np)
+            || a_old.len() != system.num_models() * np
+        {
+            return Err(format!(
+                "demonstration {} has an a_old of the wrong shape",
+                self.index
+            ));
+        }
+        for (i, row) in self.a_old.iter().enumerate() {
+            a_old[i * np..(i + 1) * np].copy_from_slice(row);
+        }
+        Ok(PlanInput {
+            scene: &self.scene,
+            rem_ms: &self.rem_ms,
+            residency: a_old,
+            frames_per_epoch: self.frames_per_epoch,
+        })
+    }
+}
+
 /// One line of `solve_times.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -452,3 +452,41 @@ fn solve_command_reports_errors_clearly() {
     assert_eq!(v["status"], "optimal");
     assert!(v["t_ms"].as_f64().unwrap() > 0.0);
 }
+
+fn demo_with(system: &System, a_old: Vec<Vec<bool>>) -> Demo {
+    Demo {
+        index: 7,
+        scene: vec![1; system.num_models()],
+        rem_ms: vec![0.0; system.num_processors()],
+        a_old,
+        frames_per_epoch: 70.0,
+        status: DemoStatus::Infeasible,
+        t_ms: None,
+        resident: None,
+        batches: None,
+    }
+}
+
+#[test]
+fn a_demonstrations_input_flattens_a_old_and_names_it_when_misshapen() {
+    let system = System::from_spec(&camdnn_policy::gen::board(1)).unwrap();
+    let (nm, np) = (system.num_models(), system.num_processors());
+    let rows: Vec<Vec<bool>> = (0..nm)
+        .map(|i| (0..np).map(|j| (i + j) % 2 == 0).collect())
+        .collect();
+    let mut flat = vec![false; nm * np];
+    let good = demo_with(&system, rows.clone());
+    let input = good.input(&system, &mut flat).unwrap();
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(&input.residency[i * np..(i + 1) * np], &row[..]);
+    }
+    let mut short = rows;
+    short[0].pop();
+    let err = demo_with(&system, short)
+        .input(&system, &mut flat)
+        .unwrap_err();
+    assert!(
+        err.contains("demonstration 7") && err.contains("a_old"),
+        "{err}"
+    );
+}

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use camdnn_policy::features::{fnv1a64_hex, Encoding};
-use camdnn_policy::{PlanInput, System};
+use camdnn_policy::System;
 
 use super::TrainError;
 use crate::demos::{Demo, Manifest};
@@ -99,23 +99,7 @@ pub fn examples(system: &System, enc: &Encoding, demos: &[&Demo]) -> Result<Exam
     let mut a_old = vec![false; system.num_models() * np];
     for d in demos {
         let Some(b) = &d.batches else { continue };
-        if d.a_old.len() != system.num_models() || d.a_old.iter().any(|r| r.len() != np) {
-            return Err(TrainError::Invalid(format!(
-                "demonstration {} has an a_old of the wrong shape",
-                d.index
-            )));
-        }
-        for (i, rowv) in d.a_old.iter().enumerate() {
-            for (j, &v) in rowv.iter().enumerate() {
-                a_old[i * np + j] = v;
-            }
-        }
-        let input = PlanInput {
-            scene: &d.scene,
-            rem_ms: &d.rem_ms,
-            residency: &a_old,
-            frames_per_epoch: d.frames_per_epoch,
-        };
+        let input = d.input(system, &mut a_old).map_err(TrainError::Invalid)?;
         enc.write(system, &input, &mut row)
             .map_err(|e| TrainError::Invalid(format!("demonstration {}: {e}", d.index)))?;
         ex.x.extend_from_slice(&row);

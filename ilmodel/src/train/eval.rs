@@ -3,7 +3,7 @@
 //! [`Plan::makespan_ms`] and [`Detector::fastest`].
 
 use camdnn_policy::mlp::MlpPolicy;
-use camdnn_policy::{Detector, GlobalPolicy, Plan, PlanInput, System};
+use camdnn_policy::{Detector, GlobalPolicy, Plan, System};
 
 use super::TrainError;
 use crate::demos::{Demo, DemoStatus};
@@ -40,17 +40,7 @@ pub fn fidelity(
         let (DemoStatus::Optimal, Some(t)) = (d.status, d.t_ms) else {
             continue;
         };
-        for (i, row) in d.a_old.iter().enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                a_old[i * np + j] = v;
-            }
-        }
-        let input = PlanInput {
-            scene: &d.scene,
-            rem_ms: &d.rem_ms,
-            residency: &a_old,
-            frames_per_epoch: d.frames_per_epoch,
-        };
+        let input = d.input(system, &mut a_old).map_err(TrainError::Invalid)?;
         let plan: Plan = policy.plan(system, &input);
         if let Some(why) = plan.infeasibility(system, &input) {
             return Err(TrainError::Invalid(format!(
