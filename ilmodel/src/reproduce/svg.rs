@@ -12,7 +12,8 @@ pub struct Series<'a> {
     pub points: Vec<(f64, f64)>,
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for SVG text.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -40,18 +41,7 @@ pub fn line_chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series]) ->
     let y1 = nice(y1.max(1e-9));
     let px = |x: f64| l + (x - x0) / (x1 - x0) * (w - l - r);
     let py = |y: f64| t + (1.0 - y / y1) * (h - t - b);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        (w - r + l) / 2.0,
-        esc(title)
-    );
+    let mut s = open(w, h, (w - r + l) / 2.0, title);
     for k in 0..=5 {
         let y = y1 * k as f64 / 5.0;
         let _ = writeln!(
@@ -70,14 +60,7 @@ pub fn line_chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series]) ->
             h - b + 16.0
         );
     }
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b,
-        w - r,
-        h - b,
-        h - b
-    );
+    axes(&mut s, (w, h), (l, r, t, b));
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
@@ -129,6 +112,36 @@ pub fn line_chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series]) ->
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// A `w` x `h` SVG document on white with `title` centred on `title_x`,
+/// left open for the chart's elements and the closing tag.
+pub(crate) fn open(w: f64, h: f64, title_x: f64, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{title_x}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
+        esc(title)
+    );
+    s
+}
+
+/// The x and y axes of a `w` x `h` chart whose plot area has margins
+/// `l`, `r`, `t`, `b`.
+pub(crate) fn axes(s: &mut String, (w, h): (f64, f64), (l, r, t, b): (f64, f64, f64, f64)) {
+    let _ = writeln!(
+        s,
+        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
+        h - b,
+        w - r,
+        h - b,
+        h - b
+    );
 }
 
 /// The smallest of 1, 2, 5 times a power of ten that is >= v.

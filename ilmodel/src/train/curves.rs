@@ -36,18 +36,7 @@ pub fn curves_svg(curves: &[EpochLoss], title: &str) -> String {
         let v = v.max(lo).log10();
         t + (lhi - v) / (lhi - llo).max(1e-9) * (h - t - b)
     };
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        w / 2.0,
-        xml_escape(title)
-    );
+    let mut s = crate::reproduce::svg::open(w, h, w / 2.0, title);
     let mut dec = llo;
     while dec <= lhi + 1e-9 {
         let y = py(10f64.powf(dec));
@@ -61,14 +50,7 @@ pub fn curves_svg(curves: &[EpochLoss], title: &str) -> String {
         );
         dec += 1.0;
     }
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b,
-        w - r,
-        h - b,
-        h - b
-    );
+    crate::reproduce::svg::axes(&mut s, (w, h), (l, r, t, b));
     let ticks = 5.min(curves.len());
     for q in 0..=ticks {
         let epoch = 1 + (curves.len().saturating_sub(1)) * q / ticks.max(1);
@@ -118,10 +100,4 @@ pub fn curves_svg(curves: &[EpochLoss], title: &str) -> String {
     }
     s.push_str("</svg>\n");
     s
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
