@@ -143,7 +143,7 @@ fn rules_ablated_together_are_one_row_and_an_unknown_rule_is_named() {
         "bursts",
         "--ablate",
         "--ablate-together",
-        "stream-split,epoch-scenes,lookahead",
+        "stream-split,finish-time,lookahead",
     ]);
     assert!(ok, "{out}\n{err}");
     let rows: Vec<&str> = out

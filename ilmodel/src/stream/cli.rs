@@ -58,8 +58,8 @@ pub struct SuiteArgs {
     pub time_limit_s: f64,
     /// Comma-separated rules of the global step to switch off in `camdnn`
     /// and `camdnn-stream-oracle` (the names `camdnnd suite --ablate`
-    /// prints, e.g. `epoch-scenes`): the ablation of a rule that acts only
-    /// through the learned or exact plan.
+    /// prints, e.g. `plan`): the ablation of the step with the learned or
+    /// exact plan rather than the greedy one.
     #[arg(long, value_delimiter = ',')]
     pub without: Vec<String>,
     /// Print every case's line.
@@ -395,14 +395,14 @@ mod tests {
             train: false,
             shapes: vec!["empty".to_string()],
             time_limit_s: 2.0,
-            without: vec!["epoch-scenes".to_string(), "no-such-rule".to_string()],
+            without: vec!["lookahead".to_string(), "no-such-rule".to_string()],
             cases: false,
             jobs: None,
         };
         let err = run(&args).unwrap_err().to_string();
         assert!(err.contains("no-such-rule"), "{err}");
         assert!(
-            err.contains("epoch-scenes"),
+            err.contains("stream-split"),
             "the known rules are listed: {err}"
         );
     }

@@ -8,10 +8,11 @@
 //!
 //! # Formulation
 //!
-//! Given the scenes s of the epoch with weights w_s (summing to 1; the
-//! step's replayed frames, [`EpochScenes::from_frames`]), r_{s,i} requests
-//! of each classifier i, the camera's period P, the epoch's F frames, the
-//! units' queues rem_j and the residency a_old; in ms throughout:
+//! Given the scenes s of the epoch with weights w_s (summing to 1; camdnn's
+//! step passes the latest scene alone, [`EpochScenes::latest`]), r_{s,i}
+//! requests of each classifier i, the camera's period P, the epoch's F
+//! frames, the units' queues rem_j and the residency a_old; in ms
+//! throughout:
 //! - a(m,j) binary for every model m that is a detector or has requests in
 //!   some scene, and every unit j that runs it; new(m,j) = a(m,j) where m
 //!   is not resident on j yet, else 0;

@@ -1,14 +1,14 @@
 //! The full camdnn scheduler: Algorithm 1 between global steps, and a
 //! global step every epoch (and at once after a dropped frame or a first
 //! late answer, at most once a second). The step replays each of its
-//! choices ([`Choice`]: the global policy's plan with its loads, followed
-//! request by request; Algorithm 1 alone on the residency as it is with
-//! the paper's or the earliest-finish rule; a residency for the stream's
-//! bottleneck with the group-split rule) in the simulator from the
-//! cluster's present state, on the last epoch's frames and on the scene on
-//! camera held for two more epochs, and keeps the incumbent unless another
-//! answers more of those frames on time, or as many with less delay. Every
-//! constant is in [`Tuning`].
+//! choices ([`Choice`]: the global policy's plan for the latest scene with
+//! its loads, followed request by request; Algorithm 1 alone on the
+//! residency as it is with the paper's or the earliest-finish rule; a
+//! residency for the stream's bottleneck with the group-split rule) in the
+//! simulator from the cluster's present state, on the last epoch's frames
+//! and on the scene on camera held for two more epochs, and keeps the
+//! incumbent unless another answers more of those frames on time, or as
+//! many with less delay. Every constant is in [`Tuning`].
 
 mod choice;
 mod follow;

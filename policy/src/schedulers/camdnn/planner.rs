@@ -176,24 +176,9 @@ impl<G: GlobalPolicy> Planner<G> {
         ahead: &[Vec<u32>],
         period_ms: f64,
     ) -> (Option<Plan>, Option<Plan>, Vec<Candidate>) {
-        // The policy plans for the scenes the replays are run on.
-        let full: Vec<Vec<u32>> = window
-            .iter()
-            .chain(ahead)
-            .map(|f| {
-                let mut scene = input.scene.to_vec();
-                for (i, &c) in system.request_models().zip(f) {
-                    scene[i.0] = c;
-                }
-                scene
-            })
-            .collect();
-        let epoch = EpochScenes::from_frames(
-            input.scene,
-            full.iter().map(|s| s.as_slice()),
-            self.tuning.epoch_scenes,
-            period_ms,
-        );
+        // The policy plans for the latest scene: planning also for the
+        // replayed frames' most frequent scenes carried no weight.
+        let epoch = EpochScenes::latest(input.scene, period_ms);
         // No plan of the policy's fits when the scene needs more models than
         // the slots hold; the other choices are still offered.
         let planned = self.global.plan_epoch(system, input, &epoch);

@@ -21,11 +21,6 @@ pub struct Tuning {
     /// the past: the scene on camera is the best guess of the next epoch's.
     /// Off: 0.
     pub lookahead_epochs: f64,
-    /// The policy plans for at most this many distinct scenes of the
-    /// replayed frames ([`crate::epoch::EpochScenes::from_frames`]): the
-    /// latest and the most frequent others, each weighted by its frames.
-    /// Off: 1 (the latest scene alone).
-    pub epoch_scenes: usize,
 }
 
 impl Default for Tuning {
@@ -34,7 +29,6 @@ impl Default for Tuning {
             offered: [true; Choice::COUNT],
             replay_frames: 150,
             lookahead_epochs: 2.0,
-            epoch_scenes: 3,
         }
     }
 }
@@ -65,10 +59,7 @@ impl Tuning {
             .collect();
         let rule =
             |name: &str, change: fn(&mut Tuning)| (name.to_string(), Box::new(change) as Removal);
-        out.extend([
-            rule("lookahead", |t| t.lookahead_epochs = 0.0),
-            rule("epoch-scenes", |t| t.epoch_scenes = 1),
-        ]);
+        out.push(rule("lookahead", |t| t.lookahead_epochs = 0.0));
         out
     }
 
@@ -148,11 +139,7 @@ mod tests {
     #[test]
     fn removing_rules_together_composes_the_single_removals() {
         let single = Tuning::ablations();
-        let names = [
-            "lookahead".to_string(),
-            "stream-split".to_string(),
-            "epoch-scenes".to_string(),
-        ];
+        let names = ["lookahead".to_string(), "stream-split".to_string()];
         let together = Tuning::without_rules(&names).expect("known rules");
         let mut expected = Tuning::default();
         for (name, t) in &single {
@@ -168,7 +155,6 @@ mod tests {
             }
         }
         expected.lookahead_epochs = 0.0;
-        expected.epoch_scenes = 1;
         assert_eq!(together, expected);
         assert!(!together.offers(Choice::StreamSplit));
         let err = Tuning::without_rules(&["lookahed".to_string()]).unwrap_err();
