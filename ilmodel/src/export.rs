@@ -239,6 +239,11 @@ pub fn onnx_bytes(model: &TrainedModel) -> Result<Vec<u8>, ExportError> {
     )
 }
 
+/// The sidecar path of a policy: `X.onnx` -> `X.policy.json`.
+pub fn sidecar_path(onnx: &std::path::Path) -> std::path::PathBuf {
+    onnx.with_extension("policy.json")
+}
+
 /// The sidecar of a model trained for `system` (its structure and timings
 /// are recorded, so the policy also loads on a re-measured profile of the
 /// same board; `camdnn_policy::mlp::PROFILE_TOLERANCE`).

@@ -6,11 +6,12 @@
 //! - `ilmodel train` / `export` / `eval`: the policy MLP, its ONNX file and
 //!   its fidelity against the ILP.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use camdnn_ilmodel::demos::{generate, generate_shard, merge_run, DemoConfig, Shard};
+use camdnn_ilmodel::mlp_cli::read_system;
 use camdnn_ilmodel::oracle::first_root;
 use camdnn_ilmodel::{solve, OracleOptions};
 use camdnn_policy::{Detector, PlanInput, System};
@@ -59,7 +60,7 @@ enum Command {
     /// `visited` finds them), each labelled by the ILP; train on it next.
     Dagger(DaggerArgs),
     /// Re-run every experiment of the paper and write docs/results.md.
-    Reproduce(ReproduceArgs),
+    Reproduce(camdnn_ilmodel::reproduce::cli::ReproduceArgs),
     /// The scheduler suite with camdnn's step driven by the stream oracle
     /// (`camdnn-stream-oracle`) and by learned policies, beside every
     /// baseline.
@@ -67,33 +68,6 @@ enum Command {
     /// Distil a stream policy from the stream oracle for each board given
     /// (the oracle's runs, copies, DAgger rounds, a held-out check).
     Learn(camdnn_ilmodel::stream::cli::LearnArgs),
-}
-
-#[derive(Args)]
-struct ReproduceArgs {
-    /// System TOML file.
-    #[arg(long, default_value = "config/profiles/rb5.toml")]
-    system: PathBuf,
-    /// Learned policy (ONNX); its sidecar is the same path with
-    /// `.policy.json` instead of `.onnx`. Default: config/policies/NAME.onnx.
-    #[arg(long)]
-    policy: Option<PathBuf>,
-    /// Markdown report to write.
-    #[arg(long, default_value = "docs/results.md")]
-    out: PathBuf,
-    /// Folder for the SVG plots (linked from the report by its path
-    /// relative to the report's folder).
-    #[arg(long, default_value = "docs/results")]
-    svg_dir: PathBuf,
-    /// Smoke test: coarse scene grid, few Table 6 scenes and instances.
-    #[arg(long)]
-    quick: bool,
-    /// Worker threads; default: every core.
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// Deadline of the real-time measures, ms (default: two frame periods).
-    #[arg(long)]
-    deadline_ms: Option<f64>,
 }
 
 /// One scene of a system.
@@ -206,7 +180,7 @@ struct DaggerArgs {
 }
 
 fn run_dagger(args: &DaggerArgs) -> Result<()> {
-    let (text, system) = load_system(&args.visited.system)?;
+    let (text, system) = read_system(&args.visited.system)?;
     if args.out.exists() {
         bail!(
             "{} exists; DAgger writes a new demonstration folder",
@@ -294,14 +268,14 @@ fn read_policy(args: &VisitedArgs, system: &System) -> Result<(PathBuf, Vec<u8>,
             onnx_path.display()
         )
     })?;
-    let side_path = onnx_path.with_extension("policy.json");
+    let side_path = camdnn_ilmodel::export::sidecar_path(&onnx_path);
     let side = std::fs::read_to_string(&side_path)
         .with_context(|| format!("reading {}", side_path.display()))?;
     Ok((onnx_path, onnx, side))
 }
 
 fn run_visited(args: &VisitedArgs) -> Result<()> {
-    let (_, system) = load_system(&args.system)?;
+    let (_, system) = read_system(&args.system)?;
     let (onnx_path, onnx, side) = read_policy(args, &system)?;
     let states = visited_states(args, &system, &onnx, &side)?;
     let load = || camdnn_policy::mlp::MlpPolicy::new(&system, &onnx, &side);
@@ -353,17 +327,10 @@ fn main() -> Result<()> {
         Command::Calibrate(args) => camdnn_ilmodel::mlp_cli::run_calibrate(&args),
         Command::Visited(args) => run_visited(&args),
         Command::Dagger(args) => run_dagger(&args),
-        Command::Reproduce(args) => run_reproduce(&args),
+        Command::Reproduce(args) => camdnn_ilmodel::reproduce::cli::run(&args),
         Command::Suite(args) => camdnn_ilmodel::stream::cli::run(&args),
         Command::Learn(args) => camdnn_ilmodel::stream::cli::run_learn(&args),
     }
-}
-
-fn load_system(path: &Path) -> Result<(String, System)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let system = System::from_toml(&text).with_context(|| format!("in {}", path.display()))?;
-    Ok((text, system))
 }
 
 /// The scene, rem and a_old vectors of an [`Instance`].
@@ -414,7 +381,7 @@ fn vectors(inst: &Instance, system: &System) -> Result<(Vec<u32>, Vec<f64>, Vec<
 }
 
 fn run_solve(inst: &Instance) -> Result<()> {
-    let (_, system) = load_system(&inst.system)?;
+    let (_, system) = read_system(&inst.system)?;
     let (scene, rem, a_old) = vectors(inst, &system)?;
     let input = PlanInput {
         scene: &scene,
@@ -460,7 +427,7 @@ fn run_time_solve(inst: &Instance, runs: usize) -> Result<()> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let (_, system) = load_system(&inst.system)?;
+    let (_, system) = read_system(&inst.system)?;
     let (scene, rem, a_old) = vectors(inst, &system)?;
     let input = PlanInput {
         scene: &scene,
@@ -544,76 +511,4 @@ fn run_demos(args: DemosArgs) -> Result<()> {
         s.times_path.display()
     );
     Ok(())
-}
-
-/// The sidecar path of a policy: `X.onnx` -> `X.policy.json`.
-fn sidecar_of(onnx: &Path) -> PathBuf {
-    onnx.with_extension("").with_extension("policy.json")
-}
-
-fn run_reproduce(args: &ReproduceArgs) -> Result<()> {
-    use camdnn_ilmodel::reproduce::{self, PolicyFiles, ReproConfig};
-    let (_, system) = load_system(&args.system)?;
-    let onnx_path = args.policy.clone().unwrap_or_else(|| {
-        args.system
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("..")
-            .join("policies")
-            .join(format!("{}.onnx", system.name))
-    });
-    let side_path = sidecar_of(&onnx_path);
-    let policy = PolicyFiles {
-        onnx: std::fs::read(&onnx_path)
-            .with_context(|| format!("reading the policy {}", onnx_path.display()))?,
-        sidecar: std::fs::read_to_string(&side_path)
-            .with_context(|| format!("reading the policy sidecar {}", side_path.display()))?,
-    };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if let Some(d) = args.deadline_ms {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--deadline-ms {d}: must be a positive number of ms");
-        }
-    }
-    let config = ReproConfig {
-        deadline_ms: args.deadline_ms,
-        ..if args.quick {
-            ReproConfig::quick(jobs)
-        } else {
-            ReproConfig::full(jobs)
-        }
-    };
-    let start = std::time::Instant::now();
-    let results = reproduce::run(&system, &policy, &config, |stage| {
-        eprintln!("[{:6.1} s] {stage}", start.elapsed().as_secs_f64());
-    })?;
-    let link = relative_link(&args.out, &args.svg_dir);
-    let command = format!(
-        "ilmodel reproduce --system {}{}{}",
-        args.system.display(),
-        if args.quick { " --quick" } else { "" },
-        args.deadline_ms
-            .map_or(String::new(), |d| format!(" --deadline-ms {d}"))
-    );
-    reproduce::report::write(&results, &system, &command, &args.out, &args.svg_dir, &link)
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    reproduce::report::print_summary(&results);
-    println!(
-        "wrote {} and {}/*.svg in {:.0} s",
-        args.out.display(),
-        args.svg_dir.display(),
-        results.wall_s
-    );
-    Ok(())
-}
-
-/// The SVG folder as seen from the report's folder (plain relative paths).
-fn relative_link(doc: &Path, svg_dir: &Path) -> String {
-    let doc_dir = doc.parent().unwrap_or(Path::new(""));
-    match svg_dir.strip_prefix(doc_dir) {
-        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
-        _ => svg_dir.display().to_string(),
-    }
 }

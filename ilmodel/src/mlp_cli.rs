@@ -219,7 +219,8 @@ pub fn calibration_candidates() -> Vec<DecoderChoice> {
         .collect()
 }
 
-fn read_system(path: &Path) -> Result<(String, System)> {
+/// Reads a system TOML file: its text and the system it describes.
+pub fn read_system(path: &Path) -> Result<(String, System)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let system = System::from_toml(&text).with_context(|| format!("in {}", path.display()))?;

@@ -9,6 +9,7 @@
 //! [`camdnn_policy::suite::report`]). The numbers go to a Markdown report
 //! ([`report`]) with SVG plots ([`svg`]).
 
+pub mod cli;
 mod paper;
 mod realtime;
 pub mod report;

@@ -8,8 +8,7 @@
 #[derive(Clone, Debug, PartialEq)]
 pub struct EpochScenes {
     /// (scene, weight): r_i per model (index = `ModelId`, detectors'
-    /// entries as in the latest scene), the weights summing to
-    /// 1; the latest scene is the first (weighing 0 when no frame had it).
+    /// entries as in the latest scene), the weights summing to 1.
     pub scenes: Vec<(Vec<u32>, f64)>,
     /// The camera's frame period, ms.
     pub period_ms: f64,

@@ -248,7 +248,7 @@ fn build(
 /// (`X.onnx` -> `X.policy.json`), of either kind.
 pub fn load_learned(system: &System, path: &Path) -> Result<Learned> {
     let onnx = std::fs::read(path).with_context(|| format!("reading policy {}", path.display()))?;
-    let side_path = path.with_extension("").with_extension("policy.json");
+    let side_path = crate::export::sidecar_path(path);
     let side = std::fs::read_to_string(&side_path)
         .with_context(|| format!("reading policy sidecar {}", side_path.display()))?;
     Learned::new(system, &onnx, &side)
